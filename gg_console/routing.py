@@ -1,0 +1,3 @@
+"""WebSocket routes. Every consumer refuses anonymous users itself."""
+
+websocket_urlpatterns = []

@@ -1,0 +1,49 @@
+from django.contrib import admin
+
+from runs import models
+
+
+@admin.register(models.Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ("name", "source", "status", "created_at", "last_seq", "agent_count", "turn_count")
+    list_filter = ("status", "source")
+    search_fields = ("name", "session_id")
+
+
+@admin.register(models.Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ("agent_id", "run", "profile_id", "execution_mode", "program_language", "status", "turns")
+    list_filter = ("execution_mode", "status")
+    search_fields = ("agent_id", "profile_id")
+
+
+@admin.register(models.ModuleStore)
+class ModuleStoreAdmin(admin.ModelAdmin):
+    list_display = ("module_id", "kind", "run", "snapshot_type", "snapshot_seq")
+
+
+@admin.register(models.Holding)
+class HoldingAdmin(admin.ModelAdmin):
+    list_display = ("agent", "kind", "module_id", "enabled", "origin", "writable", "scope")
+
+
+@admin.register(models.Event)
+class EventAdmin(admin.ModelAdmin):
+    list_display = ("run", "seq", "type", "agent_id", "operation", "tool_name", "ok", "failure", "turn")
+    list_filter = ("type",)
+    search_fields = ("operation", "tool_name")
+
+
+@admin.register(models.RejectedLine)
+class RejectedLineAdmin(admin.ModelAdmin):
+    list_display = ("run", "line_number", "reason")
+
+
+@admin.register(models.IngestToken)
+class IngestTokenAdmin(admin.ModelAdmin):
+    list_display = ("label", "user", "created_at")
+
+
+@admin.register(models.SavedConfiguration)
+class SavedConfigurationAdmin(admin.ModelAdmin):
+    list_display = ("name", "created_by", "updated_at")

@@ -1,0 +1,253 @@
+"""The stored stream and its projections.
+
+`Event` is the source of truth: every record exactly as received, seq 1..n per run. Every other
+model here is a fold of the events, written by `runs.ingest.append` in the same transaction and
+rebuildable from the log (`manage.py rebuild_projections`).
+"""
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        INTERRUPTED = "interrupted"
+        # gg's session_ended words (spec/stream.md §4.2); unknown words are kept as-is.
+        COMPLETED = "completed"
+        EXHAUSTED = "exhausted"
+        TIMED_OUT = "timed_out"
+        LIMIT_EXCEEDED = "limit_exceeded"
+        CANCELED = "canceled"
+        MODEL_ERROR = "model_error"
+        AUTH_ERROR = "auth_error"
+        HOOK_ERROR = "hook_error"
+        COMPACTION_FAILED = "compaction_failed"
+        INTERNAL_ERROR = "internal_error"
+        ERROR = "error"
+
+    class Source(models.TextChoices):
+        IMPORT = "import"  # manage.py ingest / the upload form
+        API = "api"  # POST /api/runs/<run>/events
+        ENGINE = "engine"  # launched on the built-in engine
+        GG = "gg"  # launched on an external gg binary
+
+    name = models.CharField(max_length=200, unique=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.IMPORT)
+    status = models.CharField(max_length=32, default=Status.RUNNING, db_index=True)
+    session_id = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)  # first gg timestamp seen
+    ended_at = models.DateTimeField(null=True, blank=True)  # session_ended's gg timestamp
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+
+    # What the run was declared with: session_started.capabilitySet, or the launch spec.
+    capability_set = models.JSONField(null=True, blank=True)
+    launch_spec = models.JSONField(null=True, blank=True)  # engine runs: the whole launch request
+    summary = models.JSONField(null=True, blank=True)  # session_summary.summary
+    cancel_requested = models.BooleanField(default=False)
+
+    # Rolled-up figures (projections).
+    last_seq = models.PositiveBigIntegerField(default=0)
+    rejected_count = models.PositiveIntegerField(default=0)
+    agent_count = models.PositiveIntegerField(default=0)
+    turn_count = models.PositiveIntegerField(default=0)
+    call_count = models.PositiveIntegerField(default=0)  # api_call + tool_call openings
+    error_turn_count = models.PositiveIntegerField(default=0)
+    error_turns = models.JSONField(default=dict, blank=True)  # {error kind/type: n}
+    tool_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}
+    api_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}; never summed with tools
+    usage = models.JSONField(default=dict, blank=True)  # summed usage deltas: tokens + cost
+    slot_usage = models.JSONField(default=dict, blank=True)  # {"profile|model": latest rollup}
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def is_live(self):
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+class Agent(models.Model):
+    """One incarnation: root, a subagent, a successor (exec / fsm) or a fork's copy."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="agents")
+    agent_id = models.CharField(max_length=200)
+    parent_agent_id = models.CharField(max_length=200, blank=True)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    predecessor = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="successors"
+    )
+    transition_kind = models.CharField(max_length=16, blank=True)  # exec | fork | fsm
+    fsm_id = models.CharField(max_length=200, blank=True)
+    fsm_state = models.CharField(max_length=200, blank=True)
+    issue_id = models.CharField(max_length=200, blank=True)
+    profile_id = models.CharField(max_length=200, blank=True)
+    model_id = models.CharField(max_length=200, blank=True)
+    depth = models.PositiveIntegerField(default=0)
+    cwd = models.TextField(blank=True)
+    brief = models.TextField(blank=True)
+    worktree = models.CharField(max_length=400, blank=True)
+    status = models.CharField(max_length=32, default="running")
+    returned = models.TextField(blank=True)  # agent_returned.summary
+    role = models.CharField(max_length=32, blank=True)  # standard | review | judge, from the endings offered
+
+    # The reported surface (agent_surface), as reported: never recomputed.
+    surface_reported = models.BooleanField(default=False)
+    execution_mode = models.CharField(max_length=64, blank=True)
+    program_language = models.CharField(max_length=32, blank=True)
+    doc_view_types = models.CharField(max_length=64, blank=True)
+    tools = models.JSONField(default=list, blank=True)  # agent_surface.tools
+    apis = models.JSONField(default=list, blank=True)  # agent_surface.apis
+    withheld = models.JSONField(default=list, blank=True)  # mid-era agent_surface.withheld
+
+    # Counts, keyed the way the pages join them; counted on the opening half of each pair.
+    turns = models.PositiveIntegerField(default=0)
+    api_calls = models.JSONField(default=dict, blank=True)  # {operation: n}
+    tool_calls = models.JSONField(default=dict, blank=True)  # {tool name: n}
+    api_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}
+    tool_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}
+    error_turns = models.JSONField(default=dict, blank=True)  # {error kind: n}
+    error_turn_count = models.PositiveIntegerField(default=0)
+    first_seq = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "agent_id"], name="agent_unique_per_run")]
+        ordering = ["first_seq", "id"]
+
+    def __str__(self):
+        return self.agent_id
+
+    @property
+    def call_count(self):
+        return sum(self.api_calls.values()) + sum(self.tool_calls.values())
+
+
+class ModuleStore(models.Model):
+    """A store, keyed by gg's moduleId (`memories-0`); holders are the agents reporting it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="stores")
+    module_id = models.CharField(max_length=200)
+    kind = models.CharField(max_length=32)
+    snapshot_type = models.CharField(max_length=32, blank=True)  # memory_state, tasks_state, ...
+    snapshot = models.JSONField(null=True, blank=True)  # the latest *_state record naming this store
+    snapshot_seq = models.PositiveBigIntegerField(default=0)
+    first_seq = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "module_id"], name="store_unique_per_run")
+        ]
+        ordering = ["kind", "module_id"]
+
+    def __str__(self):
+        return self.module_id
+
+
+class Holding(models.Model):
+    """One `agent_modules` row: what one incarnation holds of one kind (disabled kinds too)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="holdings")
+    kind = models.CharField(max_length=32)
+    store = models.ForeignKey(
+        ModuleStore, null=True, blank=True, on_delete=models.SET_NULL, related_name="holdings"
+    )
+    module_id = models.CharField(max_length=200, blank=True)
+    enabled = models.BooleanField(default=False)
+    origin = models.CharField(max_length=32, blank=True)
+    writable = models.BooleanField(default=True)
+    scope = models.CharField(max_length=32, blank=True)
+    ownership = models.CharField(max_length=16, blank=True)  # mid-era owned | unowned
+    position = models.PositiveSmallIntegerField(default=0)  # kind order as reported
+
+    class Meta:
+        ordering = ["agent_id", "position"]
+
+
+class Event(models.Model):
+    """One stored record, exactly as received (`raw`), with the columns the pages filter on."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=64)  # the gg type; for a non-gg host record, "host:<kind>"
+    agent_id = models.CharField(max_length=200, blank=True)
+    timestamp = models.CharField(max_length=64, blank=True)  # gg's own RFC 3339 stamp, verbatim
+    received_at = models.DateTimeField(auto_now_add=True)
+    raw = models.TextField()  # the line as received
+    digest = models.CharField(max_length=64)  # sha256 of raw: re-import idempotency
+
+    operation = models.CharField(max_length=200, blank=True)
+    tool_name = models.CharField(max_length=200, blank=True)
+    ok = models.BooleanField(null=True)
+    failure = models.CharField(max_length=64, blank=True)
+    turn = models.PositiveIntegerField(null=True)  # the agent's turn number at this event
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="event_seq_per_run")]
+        indexes = [
+            models.Index(fields=["run", "type", "seq"]),
+            models.Index(fields=["run", "agent_id", "seq"]),
+            models.Index(fields=["run", "digest"]),
+        ]
+        ordering = ["run", "seq"]
+
+    def __str__(self):
+        return f"{self.run_id}#{self.seq} {self.type}"
+
+
+class RejectedLine(models.Model):
+    RAW_LIMIT = 4096
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rejected_lines")
+    line_number = models.PositiveBigIntegerField()
+    reason = models.CharField(max_length=300)
+    raw = models.TextField(blank=True)  # the first RAW_LIMIT characters
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "line_number"]
+
+
+def _new_token():
+    return secrets.token_urlsafe(32)
+
+
+class IngestToken(models.Model):
+    """Bearer token for POST /api/runs/<run>/events (a process pushing a live stream)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    key = models.CharField(max_length=64, unique=True, default=_new_token)
+    label = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"{self.label or 'token'} ({self.user})"
+
+
+class SavedConfiguration(models.Model):
+    """A named launch configuration (the capability set a launch form builds)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    spec = models.JSONField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name

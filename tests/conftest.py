@@ -1,0 +1,37 @@
+"""Shared fixtures: users with and without the launch permission, paths to shared fixtures."""
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Permission
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+GG_FIXTURES = SHARED / "fixtures" / "gg"
+STREAMS = Path(__file__).resolve().parent / "fixtures" / "streams"
+
+
+@pytest.fixture
+def viewer(django_user_model):
+    """A logged-in operator who may look but not launch."""
+    return django_user_model.objects.create_user("viewer", password="viewer-pass-123")
+
+
+@pytest.fixture
+def operator(django_user_model):
+    """An operator holding runs.add_run (launch, cancel, save configurations)."""
+    user = django_user_model.objects.create_user("operator", password="operator-pass-123")
+    user.user_permissions.add(Permission.objects.get(codename="add_run", content_type__app_label="runs"))
+    return user
+
+
+@pytest.fixture
+def viewer_client(client, viewer):
+    client.force_login(viewer)
+    return client
+
+
+@pytest.fixture
+def operator_client(client, operator):
+    client.force_login(operator)
+    return client
