@@ -1,0 +1,143 @@
+"""End-to-end fixtures: a real Daphne serving the console on its own SQLite file, and Debian's
+Chromium driven by Playwright.
+
+The server runs in a separate process with its own database, exactly as an operator runs it, so
+tests feed it the way operators do: `manage.py` commands against the same database
+(`console_server.manage(...)`) or the HTTP API with `console_server.token`.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+PASSWORD = "e2e-pass-123456"
+
+SETUP_USERS = f"""
+from django.contrib.auth.models import Permission, User
+from runs.models import IngestToken
+op = User.objects.create_user("operator", password="{PASSWORD}")
+op.user_permissions.add(Permission.objects.get(codename="add_run", content_type__app_label="runs"))
+User.objects.create_user("viewer", password="{PASSWORD}")
+print(IngestToken.objects.create(user=op, label="e2e").key)
+"""
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ConsoleServer:
+    """Daphne serving gg_console.asgi on a private var/ directory."""
+
+    def __init__(self, var_dir: Path):
+        self.var_dir = var_dir
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "GG_CONSOLE_VAR": str(var_dir), "DJANGO_SETTINGS_MODULE": "gg_console.settings"}
+        self.env.pop("DATABASE_URL", None)
+        self.env.pop("REDIS_URL", None)
+        self.process = None
+        self.token = None
+
+    def manage(self, *args, input=None, check=True):
+        return subprocess.run(
+            [sys.executable, "manage.py", *map(str, args)],
+            cwd=REPO, env=self.env, input=input, capture_output=True, text=True, check=check, timeout=300,
+        )
+
+    def setup(self):
+        self.manage("migrate", "--noinput")
+        self.token = self.manage("shell", "-c", SETUP_USERS).stdout.strip().splitlines()[-1]
+
+    def start(self):
+        log = open(self.var_dir / "daphne.log", "ab")
+        self.process = subprocess.Popen(
+            [str(Path(sys.executable).with_name("daphne")), "-b", "127.0.0.1", "-p", str(self.port),
+             "gg_console.asgi:application"],
+            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                if self.process.poll() is not None:
+                    raise RuntimeError((self.var_dir / "daphne.log").read_text())
+                time.sleep(0.1)
+        raise RuntimeError("daphne did not start listening within 30 s")
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+
+@pytest.fixture(scope="session")
+def console_server(tmp_path_factory):
+    server = ConsoleServer(tmp_path_factory.mktemp("console-var"))
+    server.setup()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing: scripts/test installs Debian's chromium")
+        pytest.skip(f"{CHROMIUM} is missing (scripts/test installs it as root)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def login(page, server, username="operator"):
+    page.goto(f"{server.url}/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
+@pytest.fixture
+def page(browser, console_server):
+    """A fresh browser context logged in as `operator`; console errors are collected on `page.errors`."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+    login(page, console_server)
+    yield page
+    context.close()
