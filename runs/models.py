@@ -9,6 +9,7 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Run(models.Model):
@@ -89,6 +90,7 @@ class Agent(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="successors"
     )
     transition_kind = models.CharField(max_length=16, blank=True)  # exec | fork | fsm
+    transition_modules = models.JSONField(default=list, blank=True)  # the predecessor's agent_transition.modules
     fsm_id = models.CharField(max_length=200, blank=True)
     fsm_state = models.CharField(max_length=200, blank=True)
     issue_id = models.CharField(max_length=200, blank=True)
@@ -119,6 +121,8 @@ class Agent(models.Model):
     tool_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}
     error_turns = models.JSONField(default=dict, blank=True)  # {error kind: n}
     error_turn_count = models.PositiveIntegerField(default=0)
+    usage = models.JSONField(default=dict, blank=True)  # this agent's summed usage deltas (same shape as Run.usage)
+    open_api_calls = models.PositiveIntegerField(default=0)  # api_call brackets still open (legacy bridged tool pairs)
     first_seq = models.PositiveBigIntegerField(default=0)
 
     class Meta:
@@ -182,7 +186,7 @@ class Event(models.Model):
     type = models.CharField(max_length=64)  # the gg type; for a non-gg host record, "host:<kind>"
     agent_id = models.CharField(max_length=200, blank=True)
     timestamp = models.CharField(max_length=64, blank=True)  # gg's own RFC 3339 stamp, verbatim
-    received_at = models.DateTimeField(auto_now_add=True)
+    received_at = models.DateTimeField(default=timezone.now)  # set once per appended batch
     raw = models.TextField()  # the line as received
     digest = models.CharField(max_length=64)  # sha256 of raw: re-import idempotency
 

@@ -1,0 +1,749 @@
+"""The fold: gg records -> projection rows (Run rollups, Agent, ModuleStore, Holding).
+
+One `Projector` is applied record by record, in seq order, both by the write path
+(`runs.ingest`, one Projector per appended chunk) and by `rebuild` (one Projector per chunk of the
+stored log). Every bit of state the fold needs between records lives in the projection rows
+themselves (Agent.turns, Agent.open_api_calls, Run.usage, ...), never in the Projector, so the
+result does not depend on where the batch boundaries fall: incremental == rebuilt.
+
+What is read, per spec/stream.md:
+
+* Envelope (§2): ``agentId`` (missing -> ``root``), ``parentAgentId``, ``issueId``, ``sessionId``.
+  Every gg record (known type or not) creates its emitter's Agent on first mention (a placeholder
+  until its ``agent_spawned``). Host records (non-gg kinds of the host wrapper) are not projected.
+* Tree (§4.19, §4.24, §4.25): ``agent_spawned`` fills the incarnation; ``agent_transition`` on the
+  outgoing stream names the successor (``toAgentId``): its predecessor, the transition kind and the
+  per-kind module rows; ``fsm_state`` the machine and state. ``parent`` is resolved from
+  ``parent_agent_id`` whenever both agents exist, whatever order they arrived in.
+* Status (§4.2, §4.22, §4.23, §7.1): ``agent_status``, ``agent_returned`` (-> done), and at
+  ``session_ended`` agents still running/blocked become ``failed`` for the five failure statuses
+  and ``done`` otherwise. The run is ``running`` until ``session_ended`` names its status.
+* Holdings and stores (§4.20, §4.26, §7.4): one Holding per ``agent_modules`` row in reported order
+  (disabled kinds too); a ModuleStore per enabled non-empty ``moduleId``; its snapshot is the latest
+  ``*_state`` record naming it (a snapshot may arrive before the roster naming its store). Streams
+  older than module ids get the reference console's synthesized ``legacy:<agentId>:<kind>``.
+* Surface (§4.21): ``agent_surface`` as reported; the role from the ending calls offered.
+* Counts (§4.7, §4.8, §7.5): calls on the opening half (``api_call`` by operation, ``tool_call`` by
+  name); failure classes off the results, tools and APIs kept apart, never summed; error turns from
+  ``turn_outcome``; turns from ``turn_started``. Legacy program calls bridged as a tool pair inside
+  an open ``api_call`` bracket of the same agent are not counted twice (§10).
+* Usage (§4.10, §4.11, §7.5): the sum of ``usage`` deltas, each token class null-aware, per run, per
+  (profile, model) and per agent; ``slot_usage`` rollups kept apart (latest per key), never added.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from runs.models import Agent, Holding, ModuleStore, Run
+
+# ---------------------------------------------------------------------------------------------
+# Vocabulary
+
+GG_TYPES = frozenset(
+    """session_started session_summary session_ended log turn_started assistant_message prompt
+    context_message context_breakdown turn_timing turn_outcome usage response_rejected tool_call
+    tool_result api_call api_result shell code_execution agent_spawned agent_modules agent_surface
+    agent_status agent_returned agent_transition fsm_state slot_usage limit_exceeded skills_state
+    memory_state memory_revision tasks_state board_state archive_state compaction context_managed
+    issue_review worktree_merged provider_fault provider_switch""".split()
+)
+assert len(GG_TYPES) == 40
+
+# The host wrapper's kinds (HarnessEvent, spec/stream.md §1.1). "gg" carries a gg record in
+# `event`; the others are the host's own rows (stored, never projected). "usage" is also a gg type:
+# a record typed "usage" is gg's when it carries a `tokens` object, the host's otherwise.
+HOST_KINDS = frozenset(
+    "agent reasoning command read write search list skill orchestration error warning system usage "
+    "unknown".split()
+)
+
+STATE_KINDS = {
+    "memory_state": "memories",
+    "tasks_state": "tasks",
+    "board_state": "board",
+    "skills_state": "skills",
+    "archive_state": "archive",
+}
+MODULE_KINDS = ("history", "memories", "tasks", "board", "skills", "archive")
+
+# session_ended statuses that mark still-running agents failed (spec/stream.md §4.2).
+FAILED_SESSION_STATUSES = frozenset(
+    {"model_error", "auth_error", "hook_error", "compaction_failed", "internal_error"}
+)
+OPEN_AGENT_STATUSES = ("running", "blocked")
+# Statuses only session_ended sets; a rebuild returns a run in one of these to `running`.
+STREAM_STATUSES = frozenset(Run.Status.values) - {"queued", "running", "interrupted"}
+
+TOKEN_CLASSES = ("uncachedInput", "cachedInput", "output", "reasoning")
+COST_CLASSES = ("comparable", "actual")
+UNCLASSIFIED = "unclassified"  # a failed result that named no failure class
+
+REVIEW_ENDINGS = frozenset({"approve", "request_changes"})
+REVIEW_OPERATIONS = frozenset({"session.approve", "session.request_changes"})
+JUDGE_ENDINGS = frozenset({"select_winner"})
+
+# Column widths (Event / Agent CharFields): values are cut to fit, never rejected.
+_TYPE_MAX = 64
+_ID_MAX = 200
+_SHORT_MAX = 64
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading one record (stateless): what it is, and the Event columns that depend on it alone
+
+
+def _text(value, limit=_ID_MAX) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return value[:limit]
+
+
+def classify(obj: dict):
+    """(event type, gg record or None) for a stored JSON object.
+
+    A bare gg record is its own gg record; ``{"type": "gg", "event": {...}}`` carries one; any other
+    host kind is typed ``host:<kind>`` and has none (stored, not projected). A type gg has never had
+    is still a gg record (stored, projected only through its envelope).
+    """
+    t = obj.get("type")
+    if t == "gg":
+        inner = obj.get("event")
+        if isinstance(inner, dict):
+            return _type_of(inner), inner
+        return "host:gg", None
+    if t in HOST_KINDS and not (t == "usage" and isinstance(obj.get("tokens"), dict)):
+        return "host:" + t, None
+    return _type_of(obj), obj
+
+
+def _type_of(rec: dict) -> str:
+    t = rec.get("type")
+    if isinstance(t, str):
+        return t[:_TYPE_MAX]
+    return _text(t, _TYPE_MAX)
+
+
+def failure_class(rec: dict) -> str:
+    """The failure class a result names ('' when none). Tolerates an object-shaped failure."""
+    f = rec.get("failure")
+    if f is None:
+        return ""
+    if isinstance(f, str):
+        return f[:_SHORT_MAX]
+    if isinstance(f, dict):
+        for key in ("class", "kind", "code", "type"):
+            if isinstance(f.get(key), str):
+                return f[key][:_SHORT_MAX]
+    return _text(f, _SHORT_MAX)
+
+
+def api_operation(rec: dict) -> str:
+    """``operation``; the legacy ``{object, function}`` pair reads ``object.function``."""
+    op = rec.get("operation")
+    if isinstance(op, str) and op:
+        return op[:_ID_MAX]
+    obj, fn = rec.get("object"), rec.get("function")
+    if isinstance(obj, str) and obj and isinstance(fn, str) and fn:
+        return f"{obj}.{fn}"[:_ID_MAX]
+    if isinstance(fn, str) and fn:
+        return fn[:_ID_MAX]
+    if isinstance(obj, str):
+        return obj[:_ID_MAX]
+    return ""
+
+
+def event_columns(obj: dict):
+    """(type, gg record or None, agent_id, timestamp, operation, tool_name, ok, failure).
+
+    The Event columns that depend on the record alone; ``turn`` comes from the fold.
+    """
+    etype, rec = classify(obj)
+    src = rec if rec is not None else obj
+    agent_id = src.get("agentId")
+    agent_id = _text(agent_id) if agent_id else "root"
+    ts = src.get("timestamp")
+    if ts is None and rec is not None:
+        ts = obj.get("timestamp")
+    timestamp = _text(ts, _SHORT_MAX)
+    operation = tool_name = failure = ""
+    ok = None
+    if rec is not None:
+        if etype == "api_call":
+            operation = api_operation(rec)
+        elif etype == "api_result":
+            operation = api_operation(rec)
+            ok = rec.get("ok") if isinstance(rec.get("ok"), bool) else None
+            failure = failure_class(rec)
+        elif etype == "tool_call":
+            tool_name = _text(rec.get("name"))
+        elif etype == "tool_result":
+            tool_name = _text(rec.get("name"))
+            ok = rec.get("ok") if isinstance(rec.get("ok"), bool) else None
+            failure = failure_class(rec)
+    return etype, rec, agent_id, timestamp, operation, tool_name, ok, failure
+
+
+def parse_timestamp(value):
+    """gg's RFC 3339 stamp (nanoseconds allowed) -> aware datetime, or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        pass
+    # Trim a fraction longer than Python reads (older Pythons read at most 6 digits).
+    head, dot, rest = value.partition(".")
+    if dot:
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        value = f"{head}.{rest[:min(digits, 6)]}{rest[digits:]}"
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Usage arithmetic (null-aware)
+
+
+def empty_usage() -> dict:
+    return {"tokens": {c: None for c in TOKEN_CLASSES}, "cost": {c: None for c in COST_CLASSES}, "deltas": 0}
+
+
+def _num(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def add_usage(acc: dict, tokens, cost) -> None:
+    """Add one delta into `acc` (shape of `empty_usage`). A class stays null until reported."""
+    if not acc:
+        acc.update(empty_usage())
+    acc_tokens = acc.setdefault("tokens", {c: None for c in TOKEN_CLASSES})
+    if isinstance(tokens, dict):
+        for c in TOKEN_CLASSES:
+            v = _num(tokens.get(c))
+            if v is not None:
+                prev = acc_tokens.get(c)
+                acc_tokens[c] = v if prev is None else prev + v
+    acc_cost = acc.setdefault("cost", {c: None for c in COST_CLASSES})
+    if isinstance(cost, dict):
+        for c in COST_CLASSES:
+            v = _num(cost.get(c))
+            if v is not None:
+                prev = acc_cost.get(c)
+                acc_cost[c] = round(v if prev is None else prev + v, 12)
+    acc["deltas"] = acc.get("deltas", 0) + 1
+
+
+def total_tokens(tokens: dict | None):
+    """Sum of the reported classes (reasoning is part of output, so not added), or None."""
+    if not tokens:
+        return None
+    vals = [tokens.get(c) for c in ("uncachedInput", "cachedInput", "output")]
+    vals = [v for v in vals if isinstance(v, (int, float))]
+    return sum(vals) if vals else None
+
+
+def derive_role(tools, apis) -> str:
+    """review / judge / standard, from the ending calls the surface offers (spec/stream.md §4.21)."""
+    names = {t for t in tools or () if isinstance(t, str)}
+    ops = set()
+    for api in apis or ():
+        if isinstance(api, dict):
+            for fn in api.get("functions") or ():
+                if isinstance(fn, dict) and isinstance(fn.get("operation"), str):
+                    ops.add(fn["operation"])
+    if names & JUDGE_ENDINGS or any(op.endswith("select_winner") for op in ops):
+        return "judge"
+    if names & REVIEW_ENDINGS or ops & REVIEW_OPERATIONS:
+        return "review"
+    return "standard"
+
+
+def _bump(counter: dict, key: str, n: int = 1) -> None:
+    counter[key] = counter.get(key, 0) + n
+
+
+# ---------------------------------------------------------------------------------------------
+# Run reset (rebuild)
+
+RUN_PROJECTION_FIELDS = [
+    "status",
+    "session_id",
+    "started_at",
+    "ended_at",
+    "capability_set",
+    "summary",
+    "agent_count",
+    "turn_count",
+    "call_count",
+    "error_turn_count",
+    "error_turns",
+    "tool_failures",
+    "api_failures",
+    "usage",
+    "slot_usage",
+]
+
+
+def reset_run(run: Run) -> None:
+    """Return the run's rolled-up fields to what an empty log projects to."""
+    if run.status in STREAM_STATUSES:
+        run.status = Run.Status.RUNNING
+    run.session_id = ""
+    run.started_at = None
+    run.ended_at = None
+    run.capability_set = None
+    run.summary = None
+    run.agent_count = run.turn_count = run.call_count = run.error_turn_count = 0
+    run.error_turns, run.tool_failures, run.api_failures = {}, {}, {}
+    run.usage, run.slot_usage = {}, {}
+
+
+# ---------------------------------------------------------------------------------------------
+# The fold
+
+_AGENT_UPDATE_FIELDS = [
+    f.name
+    for f in Agent._meta.concrete_fields
+    if not f.primary_key and f.name not in ("run", "agent_id")
+]
+_STORE_UPDATE_FIELDS = ["kind", "snapshot_type", "snapshot", "snapshot_seq"]
+
+
+class Projector:
+    """Folds gg records of one run into its projection rows.
+
+    Usage (one per batch, inside the batch's transaction, with `run` locked and fresh)::
+
+        p = Projector(run)
+        p.preload(records)              # the gg records of the batch (one query per table)
+        for seq, rec in ...:
+            turn = p.apply(seq, etype, rec)
+        p.flush()                       # bulk-writes every dirty row once, then saves the run
+
+    `apply` returns the emitting agent's turn number at this record (the Event.turn column).
+    """
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.agents: dict[str, Agent] = {}
+        self.new_agents: dict[str, Agent] = {}
+        self.dirty_agents: set[str] = set()
+        self.stores: dict[str, ModuleStore] = {}
+        self.new_stores: dict[str, ModuleStore] = {}
+        self.dirty_stores: set[str] = set()
+        self.rosters: dict[str, list[dict]] = {}  # agent_id -> agent_modules rows to write
+        self.pred_links: dict[str, str] = {}  # successor agent_id -> predecessor agent_id
+        self.status_changed = False
+        self._all_agents_loaded = False
+        self._started_known = run.started_at is not None
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def preload(self, records) -> None:
+        """Load the existing rows the batch's records can touch: one query per table."""
+        agent_ids, module_ids = set(), set()
+        for rec in records:
+            aid = rec.get("agentId")
+            aid = _text(aid) if aid else "root"
+            agent_ids.add(aid)
+            for key in ("parentAgentId", "toAgentId"):
+                v = rec.get(key)
+                if v:
+                    agent_ids.add(_text(v))
+            t = rec.get("type")
+            if t in STATE_KINDS:
+                mid = rec.get("moduleId")
+                module_ids.add(_text(mid) if mid else f"legacy:{aid}:{STATE_KINDS[t]}"[:_ID_MAX])
+            elif t == "agent_modules":
+                for row in rec.get("modules") or ():
+                    if isinstance(row, dict):
+                        mid = row.get("moduleId")
+                        if mid:
+                            module_ids.add(_text(mid))
+                        elif mid is None:
+                            module_ids.add(f"legacy:{aid}:{_text(row.get('kind'), 32)}"[:_ID_MAX])
+        agent_ids -= self.agents.keys()
+        if agent_ids and self.run.agent_count:
+            for a in _in_chunks(Agent.objects.filter(run=self.run), "agent_id", agent_ids):
+                self.agents[a.agent_id] = a
+        module_ids -= self.stores.keys()
+        if module_ids:
+            for s in _in_chunks(ModuleStore.objects.filter(run=self.run), "module_id", module_ids):
+                self.stores[s.module_id] = s
+
+    def _load_all_agents(self) -> None:
+        if self._all_agents_loaded:
+            return
+        for a in Agent.objects.filter(run=self.run):
+            if a.agent_id not in self.agents:
+                self.agents[a.agent_id] = a
+        self._all_agents_loaded = True
+
+    # -- row access ----------------------------------------------------------------------------
+
+    def _agent(self, agent_id: str, seq: int) -> Agent:
+        a = self.agents.get(agent_id)
+        if a is None:
+            a = Agent(run=self.run, agent_id=agent_id, first_seq=seq, status="running")
+            self.agents[agent_id] = a
+            self.new_agents[agent_id] = a
+            self.run.agent_count += 1
+        return a
+
+    def _store(self, module_id: str, kind: str, seq: int) -> ModuleStore:
+        s = self.stores.get(module_id)
+        if s is None:
+            s = ModuleStore(run=self.run, module_id=module_id, kind=kind, first_seq=seq)
+            self.stores[module_id] = s
+            self.new_stores[module_id] = s
+        elif kind and not s.kind:
+            s.kind = kind
+            self.dirty_stores.add(module_id)
+        return s
+
+    # -- one record ----------------------------------------------------------------------------
+
+    def apply(self, seq: int, etype: str, rec: dict | None):
+        """Fold one stored record; returns the emitting agent's turn number (or None)."""
+        if rec is None:  # a host record: stored, not projected
+            return None
+        run = self.run
+        aid = rec.get("agentId")
+        aid = _text(aid) if aid else "root"
+        agent = self._agent(aid, seq)
+        self.dirty_agents.add(aid)
+
+        if not self._started_known:
+            started = parse_timestamp(rec.get("timestamp"))
+            if started is not None:
+                run.started_at = started
+                self._started_known = True
+        if not run.session_id:
+            sid = rec.get("sessionId")
+            if sid:
+                run.session_id = _text(sid)
+        pid = rec.get("parentAgentId")
+        if pid and not agent.parent_agent_id:
+            agent.parent_agent_id = _text(pid)
+        iid = rec.get("issueId")
+        if iid and not agent.issue_id and etype != "issue_review":
+            agent.issue_id = _text(iid)
+
+        handler = _HANDLERS.get(etype)
+        if handler is not None:
+            handler(self, seq, rec, agent)
+        return agent.turns or None
+
+    # -- handlers (bound via _HANDLERS) --------------------------------------------------------
+
+    def _session_started(self, seq, rec, agent):
+        cs = rec.get("capabilitySet")
+        if isinstance(cs, dict):
+            self.run.capability_set = cs
+
+    def _session_summary(self, seq, rec, agent):
+        summary = rec.get("summary")
+        if summary is not None:
+            self.run.summary = summary
+
+    def _session_ended(self, seq, rec, agent):
+        run = self.run
+        status = _text(rec.get("status"), 32) or "unknown"
+        if run.status != status:
+            run.status = status
+            self.status_changed = True
+        ended = parse_timestamp(rec.get("timestamp"))
+        if ended is not None:
+            run.ended_at = ended
+        final = "failed" if status in FAILED_SESSION_STATUSES else "done"
+        self._load_all_agents()
+        for a in self.agents.values():
+            if a.status in OPEN_AGENT_STATUSES:
+                a.status = final
+                self.dirty_agents.add(a.agent_id)
+
+    def _turn_started(self, seq, rec, agent):
+        agent.turns += 1
+        agent.open_api_calls = 0  # a bracket never spans turns
+        self.run.turn_count += 1
+
+    def _turn_outcome(self, seq, rec, agent):
+        outcome = rec.get("outcome")
+        if outcome == "error" or outcome == "fatal":
+            kind = rec.get("error")
+            kind = _text(kind, _SHORT_MAX) if kind else ("fatal" if outcome == "fatal" else "unknown")
+            _bump(agent.error_turns, kind)
+            agent.error_turn_count += 1
+            _bump(self.run.error_turns, kind)
+            self.run.error_turn_count += 1
+
+    def _usage(self, seq, rec, agent):
+        tokens, cost = rec.get("tokens"), rec.get("cost")
+        run = self.run
+        add_usage(run.usage, tokens, cost)
+        profile = rec.get("profileId") or rec.get("slot") or agent.profile_id
+        model = rec.get("modelId") or agent.model_id
+        key = f"{_text(profile)}|{_text(model)}"
+        by_slot = run.usage.setdefault("by_slot", {})
+        slot = by_slot.get(key)
+        if slot is None:
+            slot = by_slot[key] = {"profileId": _text(profile), "modelId": _text(model), **empty_usage()}
+        add_usage(slot, tokens, cost)
+        add_usage(agent.usage, tokens, cost)
+
+    def _slot_usage(self, seq, rec, agent):
+        profile = _text(rec.get("profileId") or rec.get("slot"))
+        model = _text(rec.get("modelId"))
+        self.run.slot_usage[f"{profile}|{model}"] = {
+            "profileId": profile,
+            "modelId": model,
+            "tokens": rec.get("tokens"),
+            "cost": rec.get("cost"),
+        }
+
+    def _api_call(self, seq, rec, agent):
+        _bump(agent.api_calls, api_operation(rec))
+        agent.open_api_calls += 1
+        self.run.call_count += 1
+
+    def _api_result(self, seq, rec, agent):
+        if agent.open_api_calls:
+            agent.open_api_calls -= 1
+        if rec.get("ok") is False:
+            cls = failure_class(rec) or UNCLASSIFIED
+            _bump(agent.api_failures, cls)
+            _bump(self.run.api_failures, cls)
+
+    def _tool_call(self, seq, rec, agent):
+        if agent.open_api_calls:  # legacy: a program call bridged inside its api_call bracket
+            return
+        _bump(agent.tool_calls, _text(rec.get("name")))
+        self.run.call_count += 1
+
+    def _tool_result(self, seq, rec, agent):
+        if agent.open_api_calls:
+            return
+        if rec.get("ok") is False:
+            cls = failure_class(rec) or UNCLASSIFIED
+            _bump(agent.tool_failures, cls)
+            _bump(self.run.tool_failures, cls)
+
+    def _agent_spawned(self, seq, rec, agent):
+        profile = rec.get("profileId") or rec.get("slot")
+        if profile:
+            agent.profile_id = _text(profile)
+        if rec.get("modelId"):
+            agent.model_id = _text(rec["modelId"])
+        depth = rec.get("depth")
+        if isinstance(depth, int) and not isinstance(depth, bool) and depth >= 0:
+            agent.depth = depth
+        for field, key in (("cwd", "cwd"), ("brief", "brief")):
+            v = rec.get(key)
+            if isinstance(v, str):
+                setattr(agent, field, v)
+        if isinstance(rec.get("worktree"), str):
+            agent.worktree = rec["worktree"][:400]
+
+    def _agent_status(self, seq, rec, agent):
+        status = rec.get("status")
+        if status:
+            agent.status = _text(status, 32)
+
+    def _agent_returned(self, seq, rec, agent):
+        agent.status = "done"
+        summary = rec.get("summary")
+        agent.returned = summary if isinstance(summary, str) else _text(summary, 10**6)
+
+    def _agent_transition(self, seq, rec, agent):
+        to = rec.get("toAgentId")
+        if not to:
+            return
+        to = _text(to)
+        succ = self._agent(to, seq)
+        self.dirty_agents.add(to)
+        kind = rec.get("kind")
+        succ.transition_kind = _text(kind, 16)
+        modules = rec.get("modules")
+        succ.transition_modules = modules if isinstance(modules, list) else []
+        self.pred_links[to] = agent.agent_id
+        profile = rec.get("profileId") or rec.get("agent")
+        if profile and not succ.profile_id:
+            succ.profile_id = _text(profile)
+        state = rec.get("state")
+        if state and not succ.fsm_state:
+            succ.fsm_state = _text(state)
+
+    def _fsm_state(self, seq, rec, agent):
+        fsm = rec.get("fsmId") or rec.get("fsm") or rec.get("machine")
+        if fsm:
+            agent.fsm_id = _text(fsm)
+        state = rec.get("state")
+        if state is not None:
+            agent.fsm_state = _text(state)
+        profile = rec.get("profileId") or rec.get("agent")
+        if profile and not agent.profile_id:
+            agent.profile_id = _text(profile)
+
+    def _agent_modules(self, seq, rec, agent):
+        rows = []
+        for position, row in enumerate(rec.get("modules") or ()):
+            if not isinstance(row, dict):
+                continue
+            kind = _text(row.get("kind"), 32)
+            enabled = row.get("enabled") is True
+            mid = row.get("moduleId")
+            if mid is None and enabled:  # a stream older than module ids
+                mid = f"legacy:{agent.agent_id}:{kind}"[:_ID_MAX]
+            mid = _text(mid)
+            if enabled and mid:
+                self._store(mid, kind, seq)
+            scope = row.get("scope")
+            rows.append(
+                {
+                    "kind": kind,
+                    "module_id": mid,
+                    "store": mid if enabled and mid else None,
+                    "enabled": enabled,
+                    "origin": _text(row.get("origin"), 32),
+                    "writable": row.get("writable") is not False,
+                    "scope": _text(scope, 32) if scope else "",
+                    "ownership": _text(row.get("ownership"), 16),
+                    "position": position,
+                }
+            )
+        self.rosters[agent.agent_id] = rows
+
+    def _agent_surface(self, seq, rec, agent):
+        tools = rec.get("tools")
+        apis = rec.get("apis")
+        withheld = rec.get("withheld")
+        agent.surface_reported = True
+        agent.execution_mode = _text(rec.get("executionMode"), 64)
+        agent.tools = tools if isinstance(tools, list) else []
+        agent.apis = apis if isinstance(apis, list) else []
+        agent.withheld = withheld if isinstance(withheld, list) else []
+        agent.program_language = _text(rec.get("programLanguage"), 32)
+        agent.doc_view_types = _text(rec.get("docViewTypes"), 64)
+        agent.role = derive_role(agent.tools, agent.apis)
+
+    def _state_snapshot(self, seq, rec, agent):
+        etype = rec.get("type")
+        kind = STATE_KINDS[etype]
+        mid = rec.get("moduleId")
+        mid = _text(mid) if mid else f"legacy:{agent.agent_id}:{kind}"[:_ID_MAX]
+        store = self._store(mid, kind, seq)
+        store.snapshot_type = etype
+        store.snapshot = rec
+        store.snapshot_seq = seq
+        if mid not in self.new_stores:
+            self.dirty_stores.add(mid)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def flush(self, *, save_run=True, extra_run_fields=()) -> None:
+        """Write every row the batch touched, each once; then save the run's rolled-up fields."""
+        run = self.run
+        if self.new_stores:
+            ModuleStore.objects.bulk_create(list(self.new_stores.values()))
+        if self.dirty_stores:
+            ModuleStore.objects.bulk_update(
+                [self.stores[m] for m in self.dirty_stores if m not in self.new_stores],
+                _STORE_UPDATE_FIELDS,
+            )
+
+        relink = []
+        if self.new_agents:
+            Agent.objects.bulk_create(list(self.new_agents.values()))
+            # Children stored by an earlier batch whose parent arrived only now.
+            orphans = _in_chunks(
+                Agent.objects.filter(run=run, parent__isnull=True).exclude(parent_agent_id=""),
+                "parent_agent_id",
+                set(self.new_agents),
+            )
+            for o in orphans:
+                if o.agent_id not in self.agents:
+                    o.parent_id = self.new_agents[o.parent_agent_id].pk
+                    relink.append(o)
+        # New agents were inserted with their final state; they need an update only for a link.
+        touched = {aid for aid in self.dirty_agents if aid not in self.new_agents}
+        for to, pred in self.pred_links.items():
+            succ, p = self.agents[to], self.agents[pred]
+            if succ.predecessor_id != p.pk:
+                succ.predecessor_id = p.pk
+                touched.add(to)
+        for a in self.agents.values():
+            if a.parent_agent_id and a.parent_id is None:
+                parent = self.agents.get(a.parent_agent_id)
+                if parent is not None and parent.pk is not None and parent is not a:
+                    a.parent_id = parent.pk
+                    touched.add(a.agent_id)
+        to_update = [self.agents[aid] for aid in touched] + relink
+        if to_update:
+            Agent.objects.bulk_update(to_update, _AGENT_UPDATE_FIELDS, batch_size=200)
+
+        if self.rosters:
+            replaced = [self.agents[aid].pk for aid in self.rosters if aid not in self.new_agents]
+            if replaced:
+                Holding.objects.filter(agent_id__in=replaced).delete()
+            holdings = []
+            for aid, rows in self.rosters.items():
+                agent_pk = self.agents[aid].pk
+                for row in rows:
+                    store_mid = row.pop("store")
+                    holdings.append(
+                        Holding(
+                            agent_id=agent_pk,
+                            store_id=self.stores[store_mid].pk if store_mid else None,
+                            **row,
+                        )
+                    )
+            Holding.objects.bulk_create(holdings)
+
+        if save_run:
+            run.save(update_fields=RUN_PROJECTION_FIELDS + list(extra_run_fields))
+
+        self.new_agents.clear()
+        self.dirty_agents.clear()
+        self.new_stores.clear()
+        self.dirty_stores.clear()
+        self.rosters.clear()
+        self.pred_links.clear()
+
+
+_HANDLERS = {
+    "session_started": Projector._session_started,
+    "session_summary": Projector._session_summary,
+    "session_ended": Projector._session_ended,
+    "turn_started": Projector._turn_started,
+    "turn_outcome": Projector._turn_outcome,
+    "usage": Projector._usage,
+    "slot_usage": Projector._slot_usage,
+    "api_call": Projector._api_call,
+    "api_result": Projector._api_result,
+    "tool_call": Projector._tool_call,
+    "tool_result": Projector._tool_result,
+    "agent_spawned": Projector._agent_spawned,
+    "agent_status": Projector._agent_status,
+    "agent_returned": Projector._agent_returned,
+    "agent_transition": Projector._agent_transition,
+    "fsm_state": Projector._fsm_state,
+    "agent_modules": Projector._agent_modules,
+    "agent_surface": Projector._agent_surface,
+    **{t: Projector._state_snapshot for t in STATE_KINDS},
+}
+
+
+def _in_chunks(queryset, field, values, size=500):
+    """Rows of `queryset` whose `field` is in `values`, querying at most `size` values at a time."""
+    values = list(values)
+    out = []
+    for i in range(0, len(values), size):
+        out.extend(queryset.filter(**{f"{field}__in": values[i : i + size]}))
+    return out
