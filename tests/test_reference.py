@@ -1,0 +1,68 @@
+"""The Reference page renders every operation for every arm, with linkable anchors."""
+
+import html
+import re
+
+import pytest
+from django.urls import reverse
+
+from surfaces.arms import ARMS, LANGUAGES, spell
+from surfaces.catalogue import MODULES, OPERATIONS, TOOLS
+
+URL = reverse("surfaces:reference")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_operation_in_every_arm(client, language):
+    response = client.get(URL, {"lang": language})
+    assert response.status_code == 200
+    page = html.unescape(response.content.decode())
+    for op in OPERATIONS:
+        row = re.search(rf'<tr id="{re.escape(op.id)}"[^>]*>(.*?)</tr>', page, re.S)
+        assert row, op.id
+        cells = row.group(1)
+        assert f'<code class="spelling">{spell(language, op.id)}</code>' in cells
+        assert str(op.binding) in cells
+        assert ("yes" if op.takes_input else "no") in cells
+        if op.tool:
+            assert f"<code>{op.tool}</code>" in cells
+        if op.binding.capability:
+            assert f"<code>{op.binding.capability}</code>" in cells
+    assert page.count('class="tag">retired') == 2
+    arm = ARMS[language]
+    for module in MODULES:
+        assert arm.import_line(module.id) in page
+    assert f'<a href="?lang={language}" class="active"' in page
+
+
+@pytest.mark.django_db
+def test_modules_in_order_with_briefs_tools_and_endings(client):
+    page = html.unescape(client.get(URL, {"lang": "java"}).content.decode())
+    positions = [page.index(f'id="module-{m.id}"') for m in MODULES]
+    assert positions == sorted(positions)
+    for module in MODULES:
+        assert module.brief in page
+    for tool in TOOLS:
+        assert f'id="tool-{tool.name}"' in page
+    review = re.search(r'<tr id="ending-review">(.*?)</tr>', page, re.S).group(1)
+    assert "<code>approve</code>, <code>request_changes</code>" in review
+    assert "gg.session.Session.approve" in review and "gg.session.Session.requestChanges" in review
+    assert "gg.board.Board.IssueCreated#await" in page  # the receiver alias, spelled Java's way
+
+
+@pytest.mark.django_db
+def test_default_arm_is_typescript_and_needs_no_login(client):
+    response = client.get(URL)
+    assert response.status_code == 200
+    assert "gg.files.readFile" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_unknown_arm_is_a_clear_404_listing_the_arms(client):
+    response = client.get(URL, {"lang": "<go>"})
+    assert response.status_code == 404
+    body = response.content.decode()
+    assert "&lt;go&gt;" in body and "<go>" not in body
+    for language in LANGUAGES:
+        assert f"?lang={language}" in body
