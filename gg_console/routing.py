@@ -1,3 +1,9 @@
 """WebSocket routes. Every consumer refuses anonymous users itself."""
 
-websocket_urlpatterns = []
+from django.urls import path
+
+from runs.consumers import FeedConsumer
+
+websocket_urlpatterns = [
+    path("ws/runs/<int:run>/feed/", FeedConsumer.as_asgi()),
+]
