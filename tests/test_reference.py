@@ -14,7 +14,8 @@ URL = reverse("surfaces:reference")
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_every_operation_in_every_arm(client, language):
+def test_every_operation_in_every_arm(viewer_client, language):
+    client = viewer_client
     response = client.get(URL, {"lang": language})
     assert response.status_code == 200
     page = html.unescape(response.content.decode())
@@ -37,7 +38,8 @@ def test_every_operation_in_every_arm(client, language):
 
 
 @pytest.mark.django_db
-def test_modules_in_order_with_briefs_tools_and_endings(client):
+def test_modules_in_order_with_briefs_tools_and_endings(viewer_client):
+    client = viewer_client
     page = html.unescape(client.get(URL, {"lang": "java"}).content.decode())
     positions = [page.index(f'id="module-{m.id}"') for m in MODULES]
     assert positions == sorted(positions)
@@ -52,14 +54,17 @@ def test_modules_in_order_with_briefs_tools_and_endings(client):
 
 
 @pytest.mark.django_db
-def test_default_arm_is_typescript_and_needs_no_login(client):
+def test_default_arm_is_typescript_and_needs_a_login(client, viewer):
+    assert client.get(URL).status_code == 302  # every page needs a login, the reference too
+    client.force_login(viewer)
     response = client.get(URL)
     assert response.status_code == 200
     assert "gg.files.readFile" in response.content.decode()
 
 
 @pytest.mark.django_db
-def test_unknown_arm_is_a_clear_404_listing_the_arms(client):
+def test_unknown_arm_is_a_clear_404_listing_the_arms(viewer_client):
+    client = viewer_client
     response = client.get(URL, {"lang": "<go>"})
     assert response.status_code == 404
     body = response.content.decode()
