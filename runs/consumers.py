@@ -66,21 +66,27 @@ class FeedConsumer(AsyncWebsocketConsumer):
         self.wake.set()
 
     async def _pump(self):
+        idle = False
         try:
             while True:
                 self.wake.clear()  # before reading: a doorbell during the read means read again
                 # The status is read before the events, so an ended run is closed only once
                 # everything stored before it ended has been sent.
                 _, live = await database_sync_to_async(run_state)(self.run_pk)
-                await self._drain()
+                sent = await self._drain()
                 if not live:
                     await self.send(text_data=ENDED_HTML)
                     await self.close(code=1000)
                     return
+                if idle and not sent:
+                    await self.send(text_data=HEARTBEAT_HTML)
+                # An idle pass re-reads too: a writer whose doorbell never reaches this process
+                # (another process on the in-memory layer) still shows up, at heartbeat pace.
                 try:
                     await asyncio.wait_for(self.wake.wait(), self.heartbeat_seconds)
+                    idle = False
                 except asyncio.TimeoutError:
-                    await self.send(text_data=HEARTBEAT_HTML)
+                    idle = True
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -88,13 +94,15 @@ class FeedConsumer(AsyncWebsocketConsumer):
             await self.close(code=1011)  # the browser reconnects from its last rendered seq
 
     async def _drain(self):
-        """Send everything stored after the cursor, one bounded batch per message."""
+        """Send everything stored after the cursor, one bounded batch per message; True if any."""
+        sent = False
         while True:
             html, cursor = await database_sync_to_async(self._next_message)(self.cursor)
             if cursor == self.cursor:
-                return
+                return sent
             self.cursor = cursor
             await self.send(text_data=html)
+            sent = True
 
     def _next_message(self, after):
         rows, cursor = self.renderer.next_batch(after)

@@ -140,11 +140,14 @@ async def test_a_lost_doorbell_loses_nothing_and_a_repeated_one_sends_nothing_tw
     await comm.disconnect()
 
 
-async def test_heartbeat_while_idle(cookie, monkeypatch):
-    monkeypatch.setattr(consumers.FeedConsumer, "heartbeat_seconds", 0.1)
+async def test_heartbeat_while_idle_and_an_idle_pass_reads_unannounced_events(cookie, monkeypatch):
+    monkeypatch.setattr(consumers.FeedConsumer, "heartbeat_seconds", 0.2)
     run = await new_run()
     comm, _ = await connect(run, cookie)
     assert await comm.receive_from(timeout=2) == consumers.HEARTBEAT_HTML
+    monkeypatch.setattr(doorbell, "ring", lambda *a, **k: None)  # a writer whose doorbell never arrives
+    await store(run, logs("unannounced"))
+    assert await receive_seqs(comm, 1) == [1]
     await comm.disconnect()
 
 
