@@ -1,0 +1,244 @@
+"""The documentation runtime: entries for modules, functions and types, searched and opened as views.
+
+Entries are projected from the catalogue (modules, operations), the arm's spellings and the WIT
+(signatures, records, variants, enums), so what is documented is what the membrane declares.
+Search shows only what `Grants.permits` allows — the same gate the membrane asks.
+"""
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from surfaces.arms import arm
+from surfaces.catalogue import BY_ID, MODULES
+from runs.engine.tools import ToolError
+
+WIT_PATH = Path(__file__).resolve().parents[3] / "wit" / "gg-sandbox.wit"
+DEFAULT_LIMIT, MAX_LIMIT = 20, 100
+PRIMITIVES = {"string": "str", "bool": "bool", "u32": "int", "u64": "int", "s32": "int", "s64": "int", "f64": "float",
+              "f32": "float", "u8": "int"}
+FLAG_ORDER = ("return", "parameters", "errors")
+
+
+@dataclass
+class Entry:
+    key: str
+    kind: str  # module | function | type
+    module: str
+    name: str
+    summary: str
+    body: str = ""
+    operation: str | None = None
+    types_returned: list = field(default_factory=list)
+    types_taken: list = field(default_factory=list)
+
+
+def pascal(name):
+    return "".join(part.capitalize() for part in name.split("-"))
+
+
+def _py_type(wit, local):
+    wit = wit.strip()
+    m = re.fullmatch(r"(option|list)<(.+)>", wit)
+    if m:
+        inner = _py_type(m.group(2), local)
+        return f"{inner} | None" if m.group(1) == "option" else f"list[{inner}]"
+    if wit in PRIMITIVES:
+        return PRIMITIVES[wit]
+    return local.get(wit, pascal(wit))
+
+
+def _named(wit, local):
+    """Named (non-primitive) types inside a WIT type expression, as their documentation keys."""
+    return [local.get(n, n) for n in re.findall(r"[a-z][a-z0-9-]*", wit)
+            if n not in PRIMITIVES and n not in ("option", "list", "result", "api-error", "_")]
+
+
+def _split_params(text):
+    depth, current, out = 0, "", []
+    for ch in text:
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "," and depth == 0:
+            out.append(current)
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        out.append(current)
+    return [p.strip() for p in out]
+
+
+@lru_cache(maxsize=1)
+def _wit():
+    """Parse the WIT: {interface: {"types": {name: (kind, doc, lines)}, "funcs": {name: (doc, params, result)}}}."""
+    interfaces, current, doc, block = {}, None, [], None
+    for raw in WIT_PATH.read_text().splitlines():
+        line = raw.strip()
+        if line.startswith("///"):
+            doc.append(line[3:].strip())
+            continue
+        m = re.match(r"interface ([\w-]+) \{", line)
+        if m:
+            current = interfaces.setdefault(m.group(1), {"types": {}, "funcs": {}})
+            doc = []
+            continue
+        if current is None:
+            doc = []
+            continue
+        m = re.match(r"(record|variant|enum) ([\w-]+) \{", line)
+        if m:
+            block = (m.group(2), m.group(1), " ".join(doc), [])
+            doc = []
+            continue
+        if block is not None:
+            if line == "}":
+                current["types"][block[0]] = block[1:]
+                block = None
+            elif line and not line.startswith("//"):
+                block[3].append((line.rstrip(","), " ".join(doc)))
+                doc = []
+            continue
+        m = re.match(r"([\w-]+): func\((.*)\)(?: -> (.+))?;", line)
+        if m:
+            current["funcs"][m.group(1)] = (" ".join(doc), _split_params(m.group(2)), m.group(3) or "")
+        doc = []
+    return interfaces
+
+
+@lru_cache(maxsize=16)
+def entries(language="python"):
+    """Every documentation entry for an arm, keyed by its fully-qualified name."""
+    the_arm = arm(language)
+    wit = _wit()
+    found = {}
+    type_keys = {}
+    for interface, spec in wit.items():
+        module = "core" if interface == "types" else interface
+        if module == "feedback":
+            continue
+        for name in spec["types"]:
+            type_keys[name] = f"{the_arm.module_path(module)}{the_arm.sep}{pascal(name)}"
+    for interface, spec in wit.items():
+        module = "core" if interface == "types" else interface
+        if module == "feedback":
+            continue
+        for name, (kind, doc, members) in spec["types"].items():
+            key = type_keys[name]
+            lines = [f"{kind} {pascal(name)}" + (f" — {doc}" if doc else "")]
+            for member, member_doc in members:
+                if ":" in member:
+                    fname, ftype = member.split(":", 1)
+                    lines.append(f"    {fname.strip().replace('-', '_')}: {_py_type(ftype, type_keys)}"
+                                 + (f"  # {member_doc}" if member_doc else ""))
+                else:
+                    lines.append(f"    {member.replace('-', '_')}" + (f"  # {member_doc}" if member_doc else ""))
+            found[key] = Entry(key, "type", module, pascal(name), doc or f"The {pascal(name)} {kind}.", "\n".join(lines))
+    api_error = f"{the_arm.module_path('core')}{the_arm.sep}ApiError"
+    found[api_error] = Entry(api_error, "type", "core", "ApiError", "The failure every failed call raises.",
+                             "class ApiError(Exception)\n    operation: str  # the key of the operation called\n"
+                             "    code: str  # the failure class: invalid-argument, not-found, conflict, refused, "
+                             "unavailable, limit-exceeded, io-error, other\n    message: str\n"
+                             "    to_json() -> dict  # all three fields")
+    for module in MODULES:
+        path = the_arm.module_path(module.id)
+        found[path] = Entry(path, "module", module.id, module.id, module.brief,
+                            f"{path} — {module.brief}\n\n{the_arm.import_line(module.id)}")
+    for interface, spec in wit.items():
+        for fn, (doc, params, result) in spec["funcs"].items():
+            op_id = f"{interface}.{fn.replace('-', '_')}"
+            if op_id not in BY_ID:
+                continue
+            key = the_arm.spell(op_id)
+            ok_type = re.match(r"result<(.+), api-error>$", result)
+            ok_type = ok_type.group(1) if ok_type else result
+            rendered = []
+            for param in params:
+                pname, ptype = (p.strip() for p in param.split(":", 1))
+                default = " = None" if ptype.startswith("option<") else ""
+                rendered.append(f"{pname.replace('-', '_')}: {_py_type(ptype, type_keys)}{default}")
+            returns = "None" if ok_type in ("_", "") else _py_type(ok_type, type_keys)
+            summary = doc.split(" — ", 1)[1] if " — " in doc else doc
+            summary = "" if summary == op_id else summary
+            body = "\n".join([f"{key}({', '.join(rendered)}) -> {returns}", "",
+                              f"operation: {op_id}", f"reached through: {the_arm.import_line(interface)}",
+                              "raises: " + api_error] + ([f"", summary] if summary else []))
+            found[key] = Entry(key, "function", interface, key.rsplit(the_arm.sep, 1)[1], summary or f"{op_id}.",
+                               body, op_id, _named(ok_type, type_keys),
+                               [t for p in params for t in _named(p.split(":", 1)[1], type_keys)])
+    return found
+
+
+def visible(entry, grants):
+    if entry.kind == "function":
+        return grants.permits(entry.operation)
+    if entry.module == "core":
+        return True
+    return any(grants.permits(op.id) for op in next(m for m in MODULES if m.id == entry.module).operations)
+
+
+def search(grants, language, query=None, modules=(), type_name=None, kind=None, offset=None, limit=None):
+    limit = DEFAULT_LIMIT if limit is None else limit
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ToolError("invalid-argument", f"limit must be between 1 and {MAX_LIMIT}")
+    if kind is not None and kind not in ("module", "function", "type"):
+        raise ToolError("invalid-argument", "kind is one of module, function, type")
+    needle = (query or "").lower()
+    ranked = []
+    for entry in entries(language).values():
+        if not visible(entry, grants) or (modules and entry.module not in modules) or (kind and entry.kind != kind):
+            continue
+        if type_name and type_name not in entry.body:
+            continue
+        if needle:
+            if needle in entry.name.lower():
+                rank = 0
+            elif needle in entry.key.lower():
+                rank = 1
+            elif needle in entry.summary.lower():
+                rank = 2
+            elif needle in entry.body.lower():
+                rank = 3
+            else:
+                continue
+        else:
+            rank = 0
+        ranked.append((rank, entry.key, entry))
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    start = offset or 0
+    hits = [{"key": e.key, "kind": e.kind, "module": e.module, "name": e.name, "summary": e.summary}
+            for _, _, e in ranked[start:start + limit]]
+    return {"total": len(ranked), "offset": start, "hits": hits}
+
+
+def lookup(grants, language, name):
+    """The entry a documentation view opens; not-found with up to three near names this agent binds."""
+    table = entries(language)
+    entry = table.get(name)
+    if entry is None or not visible(entry, grants):
+        near = difflib.get_close_matches(name, [k for k, e in table.items() if visible(e, grants)], n=3)
+        message = f"there is no documentation entry {name}"
+        if near:
+            message += "\n" + "\n".join(f"    {n}" for n in near)
+        raise ToolError("not-found", message)
+    return entry
+
+
+def type_views(entry, language, doc_view_types):
+    """The type entries a function's documentation view opens beside it, per docViewTypes."""
+    flags = set() if doc_view_types in (None, "none") else set(doc_view_types.split("+"))
+    table = entries(language)
+    keys = []
+    if "return" in flags:
+        keys += entry.types_returned
+    if "parameters" in flags:
+        keys += entry.types_taken
+    if "errors" in flags and entry.kind == "function":
+        keys.append(f"{arm(language).module_path('core')}{arm(language).sep}ApiError")
+    seen = []
+    for key in keys:
+        if key in table and key not in seen and key != entry.key:
+            seen.append(key)
+    return [table[k] for k in seen]

@@ -1,0 +1,82 @@
+"""The views an agent holds in its window: file, text and documentation views.
+
+A view is keyed by kind and selector; re-opening one replaces it in place. The headings are
+seeds/004's: `View: <label>`, `Documentation: <name>`, `File: <path>:<first>-<last> of <N> lines`.
+"""
+
+from dataclasses import dataclass
+
+from runs.engine.tools import ToolError, estimate_tokens
+
+MAX_TEXT_VIEW_BYTES = 65_536
+MAX_VIEW_LABEL_BYTES = 200
+MAX_FILE_VIEW_BYTES = 65_536
+KIND_WORDS = {"file": "file", "text": "text", "docs": "documentation"}
+
+
+@dataclass
+class View:
+    kind: str  # "file" | "text" | "docs"
+    selector: str  # the label, the documentation key, or the file path
+    body: str
+    heading: str
+
+    @property
+    def tokens(self):
+        return estimate_tokens(self.heading) + estimate_tokens(self.body)
+
+    def message(self):
+        """The user message that carries the view into the window."""
+        return f"{self.heading}\n\n{self.body}"
+
+
+class Window:
+    """The agent's open views, in the order they were placed."""
+
+    def __init__(self):
+        self.views = []
+
+    def find(self, kind, selector):
+        return next((v for v in self.views if v.kind == kind and v.selector == selector), None)
+
+    def open(self, view):
+        """Place a view; returns "opened" or "replaced" (a re-opened view lands in place)."""
+        existing = self.find(view.kind, view.selector)
+        if existing is not None:
+            self.views[self.views.index(existing)] = view
+            return "replaced"
+        self.views.append(view)
+        return "opened"
+
+    def close(self, selector, kinds=("file", "text")):
+        before = len(self.views)
+        self.views = [v for v in self.views if not (v.kind in kinds and v.selector == selector)]
+        return before - len(self.views)
+
+    def close_kind(self, kind):
+        before = len(self.views)
+        self.views = [v for v in self.views if v.kind != kind]
+        return before - len(self.views)
+
+
+def text_view(label, body):
+    if not isinstance(label, str) or not label.strip():
+        raise ToolError("invalid-argument", "a view needs a non-blank label")
+    if len(label.encode()) > MAX_VIEW_LABEL_BYTES:
+        raise ToolError("limit-exceeded", f"the label is longer than {MAX_VIEW_LABEL_BYTES} bytes")
+    if len(body.encode()) > MAX_TEXT_VIEW_BYTES:
+        raise ToolError("limit-exceeded", f"the body is longer than {MAX_TEXT_VIEW_BYTES} bytes; open a smaller part")
+    return View("text", label, body, f"View: {label}")
+
+
+def file_view(path, read):
+    """A file view of a text read ({contents, first_line, last_line, total_lines})."""
+    if len(read["contents"].encode()) > MAX_FILE_VIEW_BYTES:
+        raise ToolError("limit-exceeded",
+                        f"{path} is over {MAX_FILE_VIEW_BYTES} bytes in that range; open fewer lines with limit")
+    heading = f"File: {path}:{read['first_line']}-{read['last_line']} of {read['total_lines']} lines"
+    return View("file", path, read["contents"], heading)
+
+
+def docs_view(name, body):
+    return View("docs", name, body, f"Documentation: {name}")
