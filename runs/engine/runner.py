@@ -1,0 +1,66 @@
+"""`start_run(run)`: execute one queued run to its end (the worker thread and `runworker` call it).
+
+It validates the run's `launch_spec`, sets `Run.status` to running, drives the built-in engine (or
+the external gg binary for `"engine": "gg"`) and sets the terminal status. `Run.cancel_requested`
+is re-read from the database at every turn boundary. Records reach the database through
+`runs.ingest.append` as they are emitted, so a failure loses nothing already recorded; the run is
+still closed with `internal_error`.
+"""
+
+import logging
+import uuid
+
+from django.utils import timezone
+
+from runs.launch.workspace import workspace_dir
+from runs.models import Run
+from runs.engine.loop import Engine
+from runs.engine.spec import validate_spec
+from runs.engine.telemetry import Telemetry
+
+log = logging.getLogger(__name__)
+
+
+def cancel_requested(run):
+    return Run.objects.filter(pk=run.pk, cancel_requested=True).exists()
+
+
+def _set_status(run, status):
+    Run.objects.filter(pk=run.pk).update(status=status)
+    run.status = status
+
+
+def start_run(run, *, provider=None, workspace=None):
+    """Run `run` to the end; returns gg's terminal status word. `workspace` overrides the run's
+    directory under var/workspaces."""
+    spec, errors = validate_spec(run.launch_spec)
+    session_id = run.session_id or f"run-{run.pk}-{uuid.uuid4().hex[:8]}"
+    updates = {"status": Run.Status.RUNNING, "session_id": session_id}
+    if spec is not None:
+        updates["capability_set"] = spec.capability_set()
+    Run.objects.filter(pk=run.pk).update(**updates, started_at=timezone.now())
+    run.status, run.session_id = Run.Status.RUNNING, session_id
+    telemetry = Telemetry(run, session_id)
+    if spec is None:
+        # A spec that no longer validates never launches: gg's `error` status, with the reasons.
+        for error in errors:
+            telemetry.emit("log", level="error", message=f"launch refused: {error['path']}: {error['message']}")
+        telemetry.emit("session_ended", status="error")
+        telemetry.flush()
+        _set_status(run, Run.Status.ERROR)
+        return Run.Status.ERROR
+    workspace = workspace or workspace_dir(run)
+    try:
+        if spec.engine == "gg":
+            from runs.engine.external import run_external
+
+            status = run_external(run, spec, session_id, workspace, lambda: cancel_requested(run))
+        else:
+            engine = Engine(spec, telemetry, workspace, lambda: cancel_requested(run), provider=provider)
+            status = engine.run()
+    except Exception:
+        log.exception("run %s failed outside the engine's own handling", run.pk)
+        telemetry.flush()
+        status = Run.Status.INTERNAL_ERROR
+    _set_status(run, status)
+    return status

@@ -1,0 +1,42 @@
+"""Stamping gg envelopes and sending them through `runs.ingest.append`, the one write path.
+
+Records are buffered and flushed at the points a live reader needs them (each incarnation's
+opening, each turn's close, the epilogue) and on the way out of a failure, so everything already
+emitted reaches the database. A launched run is therefore stored exactly like an imported one.
+"""
+
+from datetime import datetime, timezone
+
+from runs import ingest
+
+
+def now_rfc3339():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Telemetry:
+    def __init__(self, run, session_id, sink=None):
+        self.run = run
+        self.session_id = session_id
+        self.buffer = []
+        self.emitted = []  # every record, in order (the engine's own account; tests read it)
+        self.sink = sink or (lambda records: ingest.append(run, records, dedupe=False))
+
+    def emit(self, type_, agent=None, **fields):
+        """One gg record: the envelope (timestamp, sessionId, agentId, parentAgentId, issueId)
+        beside the type's own fields. Optional fields are omitted rather than written as null."""
+        record = {"timestamp": now_rfc3339(), "sessionId": self.session_id}
+        if agent is not None:
+            record["agentId"] = agent.id
+            if agent.parent_id:
+                record["parentAgentId"] = agent.parent_id
+        record["type"] = type_
+        record.update({key: value for key, value in fields.items() if value is not None})
+        self.buffer.append(record)
+        self.emitted.append(record)
+        return record
+
+    def flush(self):
+        if self.buffer:
+            records, self.buffer = self.buffer, []
+            self.sink(records)
