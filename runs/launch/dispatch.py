@@ -1,0 +1,149 @@
+"""Where a queued run is executed.
+
+Embedded default (no REDIS_URL): daemon threads in the server process, started on the first
+dispatch, take run ids from an in-process queue and call `runs.engine.runner.start_run`.
+
+With REDIS_URL: the run id goes on the channel layer's `gg-runs` channel; `manage.py runworker
+gg-runs` processes (`RunWorkerConsumer`, routed in gg_console/asgi.py) execute it. Several
+workers on any machine share the channel; each runs one run at a time.
+
+A run left queued or running by a process that died is marked `interrupted` by
+`sweep_interrupted`, called when the server or a worker starts. On the Redis path a process that
+still owns a run holds a lease key for it (the dispatcher while the message waits on the channel,
+the worker while it executes, refreshed by a heartbeat), so a sweep spares runs that are alive.
+"""
+
+import logging
+import queue
+import threading
+from contextlib import contextmanager
+
+from asgiref.sync import async_to_sync
+from channels.consumer import SyncConsumer
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from runs.models import Run
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "gg-runs"
+THREADS = 2  # embedded default: runs executed at once by one server process
+LEASE_KEY = "gg-console:run-lease:{}"
+LEASE_SECONDS = 30
+QUEUED_LEASE_SECONDS = 120  # outlives a message on the channel (channels-redis expires them at 60 s)
+LIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+def dispatch(run_pk: int) -> None:
+    """Hand a queued, committed run to a worker."""
+    if settings.REDIS_URL:
+        _redis().set(LEASE_KEY.format(run_pk), "queued", ex=QUEUED_LEASE_SECONDS)
+        async_to_sync(get_channel_layer().send)(CHANNEL, {"type": "run.start", "run": int(run_pk)})
+    else:
+        _threads.put(run_pk)
+
+
+def execute(run_pk: int) -> None:
+    """Run one queued run to its end; a failure outside the engine's own handling leaves a clear status."""
+    from runs.engine.runner import start_run  # the engine loads wasmtime; only workers need it
+
+    try:
+        run = Run.objects.get(pk=run_pk)
+        if run.status != Run.Status.QUEUED or run.cancel_requested:
+            return  # canceled while queued, or swept: nothing to start
+        with _lease(run_pk):
+            start_run(run)
+    except Exception:
+        log.exception("run %s stopped outside the engine's own error handling", run_pk)
+        Run.objects.filter(pk=run_pk, status__in=LIVE).update(status=Run.Status.INTERNAL_ERROR)
+    finally:
+        connection.close()
+
+
+def sweep_interrupted() -> int:
+    """Mark engine runs no live process owns as `interrupted`; their events stay. Returns how many."""
+    live = Run.objects.filter(source=Run.Source.ENGINE, status__in=LIVE)
+    if settings.REDIS_URL:
+        pks = list(live.values_list("pk", flat=True))
+        if not pks:
+            return 0
+        leased = _redis().mget([LEASE_KEY.format(pk) for pk in pks])
+        live = live.filter(pk__in=[pk for pk, lease in zip(pks, leased) if lease is None])
+    return live.update(status=Run.Status.INTERRUPTED)
+
+
+def sweep_on_start() -> None:
+    """The server's or worker's start: a database that cannot be reached yet is not fatal here."""
+    try:
+        swept = sweep_interrupted()
+    except Exception as exc:  # noqa: BLE001 - e.g. before migrate, or a test process with the DB blocked
+        log.warning("interrupted-run sweep skipped: %s", exc)
+        return
+    finally:
+        close_old_connections()
+    if swept:
+        log.warning("%d run(s) left live by a stopped server or worker marked interrupted", swept)
+
+
+class RunWorkerConsumer(SyncConsumer):
+    """`manage.py runworker gg-runs`: executes the runs dispatched on the channel, one at a time."""
+
+    def run_start(self, message):
+        execute(message["run"])
+
+
+class _ThreadPool:
+    def __init__(self, size):
+        self.size = size
+        self.queue = queue.Queue()
+        self.lock = threading.Lock()
+        self.threads = []
+
+    def put(self, run_pk):
+        with self.lock:
+            if not self.threads:
+                for n in range(self.size):
+                    # Daemon: a server shutting down does not wait for runs; the next start sweeps them.
+                    t = threading.Thread(target=self._work, name=f"gg-runs-{n}", daemon=True)
+                    t.start()
+                    self.threads.append(t)
+        self.queue.put(run_pk)
+
+    def _work(self):
+        while True:
+            execute(self.queue.get())
+
+
+_threads = _ThreadPool(THREADS)
+
+
+def _redis():
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+@contextmanager
+def _lease(run_pk):
+    """Hold the run's lease while it executes (Redis path only; threads die with their server)."""
+    if not settings.REDIS_URL:
+        yield
+        return
+    client, key, stop = _redis(), LEASE_KEY.format(run_pk), threading.Event()
+
+    def heartbeat():
+        while True:
+            client.set(key, "running", ex=LEASE_SECONDS)
+            if stop.wait(LEASE_SECONDS / 3):
+                return
+
+    beat = threading.Thread(target=heartbeat, name=f"gg-runs-lease-{run_pk}", daemon=True)
+    beat.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beat.join()
+        client.delete(key)

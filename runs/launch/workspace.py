@@ -1,0 +1,103 @@
+"""A launched run's workspace: an empty directory, or an uploaded zip unpacked safely.
+
+A zip is untrusted: every member is checked before anything is written (no absolute paths, no
+`..`, no symlinks or other special files, bounded file count and unpacked size, sizes taken from
+what is actually read, not from the archive's own headers). A refused zip leaves nothing behind.
+"""
+
+import shutil
+import stat
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from django.conf import settings
+
+MAX_FILES = 2000
+MAX_TOTAL_BYTES = 64 * 1024 * 1024
+_CHUNK = 64 * 1024
+
+
+class WorkspaceError(ValueError):
+    """The zip was refused; the message says why, naming the member where there is one."""
+
+
+def workspaces_root() -> Path:
+    return Path(settings.VAR_DIR) / "workspaces"
+
+
+def workspace_dir(run) -> Path:
+    return workspaces_root() / str(run.pk)
+
+
+def check_zip(upload) -> None:
+    """Refuse a zip that could not be unpacked safely, without writing anything."""
+    with _open_zip(upload) as archive:
+        _members(archive)
+
+
+def _open_zip(upload):
+    try:
+        upload.seek(0)
+        return zipfile.ZipFile(upload)
+    except zipfile.BadZipFile:
+        raise WorkspaceError("the workspace upload is not a zip archive") from None
+
+
+def _members(archive):
+    """The regular files and directories of the archive, each checked; WorkspaceError otherwise."""
+    infos = archive.infolist()
+    files = [info for info in infos if not info.is_dir()]
+    if len(files) > MAX_FILES:
+        raise WorkspaceError(f"the zip holds {len(files)} files; at most {MAX_FILES} are unpacked")
+    declared = 0
+    for info in infos:
+        name = info.filename
+        path = PurePosixPath(name.replace("\\", "/"))
+        if path.is_absolute() or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+            raise WorkspaceError(f"{name!r}: absolute paths are refused")
+        if ".." in path.parts:
+            raise WorkspaceError(f"{name!r}: paths with '..' are refused")
+        mode = info.external_attr >> 16
+        if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            kind = "symlinks are" if stat.S_ISLNK(mode) else "special files are"
+            raise WorkspaceError(f"{name!r}: {kind} refused")
+        declared += info.file_size
+        if declared > MAX_TOTAL_BYTES:
+            raise WorkspaceError(f"the zip unpacks to more than {MAX_TOTAL_BYTES // (1024 * 1024)} MiB")
+    return infos
+
+
+def unpack(upload, dest: Path) -> None:
+    """Unpack `upload` (a zip file object) into the new directory `dest`, or refuse it whole."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=dest.parent))
+    try:
+        with _open_zip(upload) as archive:
+            written = 0
+            for info in _members(archive):
+                target = staging.joinpath(*PurePosixPath(info.filename.replace("\\", "/")).parts)
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                # Headers can lie about sizes: count the bytes really inflated.
+                with archive.open(info) as src, open(target, "wb") as out:
+                    while chunk := src.read(_CHUNK):
+                        written += len(chunk)
+                        if written > MAX_TOTAL_BYTES:
+                            raise WorkspaceError(
+                                f"the zip unpacks to more than {MAX_TOTAL_BYTES // (1024 * 1024)} MiB"
+                            )
+                        out.write(chunk)
+        staging.rename(dest)
+    except (zipfile.BadZipFile, NotImplementedError, EOFError) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise WorkspaceError(f"the zip could not be read: {exc}") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def create_empty(dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
