@@ -173,7 +173,7 @@ def _parse_line(line, *, first: bool):
     except ValueError as exc:
         msg = getattr(exc, "msg", None) or str(exc)
         pos = getattr(exc, "pos", None)
-        where = f" at character {pos + 1}" if isinstance(pos, int) else ""
+        where = f" (character {pos + 1})" if isinstance(pos, int) else ""
         return None, None, (f"not JSON: {msg}{where}", _preview(text))
     except RecursionError:
         return None, None, ("not JSON: nested too deeply", _preview(text))

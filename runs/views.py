@@ -1,9 +1,76 @@
-from django.core.paginator import Paginator
-from django.shortcuts import render
+"""Run pages: the runs list, the run page (header + Overview tab), import, export.
 
+Thin views: reads come from `runs.selectors`, writes go through `runs.services`.
+"""
+
+from pathlib import PurePath
+
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_http_methods
+
+from runs import selectors, services
+from runs.forms import ImportForm
 from runs.models import Run
 
 
+def run_context(run: Run, tab: str, **extra) -> dict:
+    """The context every page extending runs/run_base.html needs (the header and the tab bar)."""
+    return {"run": run, "tab": tab, "header": selectors.run_header(run), **extra}
+
+
+@require_GET
 def run_list(request):
-    page = Paginator(Run.objects.all(), 50).get_page(request.GET.get("page"))
+    page = selectors.run_list_page(request.GET.get("page"))
     return render(request, "runs/run_list.html", {"page": page})
+
+
+@require_GET
+def run_detail(request, pk):
+    run = get_object_or_404(Run, pk=pk)
+    return render(
+        request,
+        "runs/run_detail.html",
+        run_context(
+            run,
+            "overview",
+            profiles=selectors.run_profiles(run),
+            rejected_lines=selectors.run_rejected_lines(run),
+        ),
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def run_import(request):
+    result = run = None
+    if request.method == "POST":
+        form = ImportForm(request.POST, request.FILES)
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            name = form.cleaned_data["name"] or PurePath(upload.name or "upload").stem or "upload"
+            run, _created = services.run_get_or_create(
+                name=name, source=Run.Source.IMPORT, created_by=request.user
+            )
+            upload.seek(0)
+            result = services.events_import_stream(run, upload)
+    else:
+        form = ImportForm()
+    return render(request, "runs/import.html", {"form": form, "result": result, "run": run})
+
+
+@require_GET
+def run_export(request, pk):
+    run = get_object_or_404(Run, pk=pk)
+    return ndjson_response(run, filename=f"{slugify(run.name) or f'run-{run.pk}'}.ndjson")
+
+
+def ndjson_response(run: Run, *, after: int = 0, filename: str | None = None):
+    """The stored stream as NDJSON: one stored record per line, in seq order, exactly as received."""
+    upto = run.last_seq
+    lines = (raw.encode("utf-8") + b"\n" for _seq, raw in selectors.run_raw_lines(run, after=after, upto=upto))
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response["X-Last-Seq"] = str(upto)
+    if filename:
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

@@ -1,9 +1,20 @@
 """First-start setup for `scripts/serve`: an admin account (password printed once) and a demo run."""
 
 import secrets
+from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+
+from runs import services
+from runs.models import Run
+
+DEMO_STREAMS = [
+    # (run name, path): the real recorded gg stream, and the authored multi-agent run.
+    ("real-mock-session", settings.BASE_DIR.parent / "shared" / "fixtures" / "gg" / "real-mock-session.ndjson"),
+    ("demo", settings.BASE_DIR / "tests" / "fixtures" / "streams" / "multi_agent.ndjson"),
+]
 
 
 class Command(BaseCommand):
@@ -15,3 +26,12 @@ class Command(BaseCommand):
             password = secrets.token_urlsafe(12)
             User.objects.create_superuser("admin", "", password)
             self.stdout.write(self.style.SUCCESS(f"Admin account: admin / {password}  (shown once)"))
+        if not Run.objects.exists():
+            for name, path in DEMO_STREAMS:
+                path = Path(path)
+                if not path.is_file():
+                    continue
+                run, _ = services.run_get_or_create(name=name, source=Run.Source.IMPORT)
+                with path.open("rb") as fh:
+                    result = services.events_import_stream(run, fh)
+                self.stdout.write(f"Demo run {name!r}: {result.summary()}")

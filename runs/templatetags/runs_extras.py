@@ -1,0 +1,73 @@
+"""Display filters for run pages: token counts, USD, durations."""
+
+from datetime import timedelta
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def tokens(value):
+    """12345 -> "12.3k"; None -> "—" (not reported is never shown as 0)."""
+    if value is None or value == "":
+        return "—"
+    try:
+        n = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if abs(n) >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if abs(n) >= 10_000:
+        return f"{n / 1000:.1f}k"
+    return f"{int(n):,}" if n == int(n) else f"{n:,.1f}"
+
+
+@register.filter
+def usd(value):
+    """0.0063 -> "$0.0063"; None -> "—"."""
+    if value is None or value == "":
+        return "—"
+    try:
+        n = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if n == 0:
+        return "$0"
+    if abs(n) < 1:
+        return f"${n:.4f}".rstrip("0").rstrip(".") if abs(n) >= 0.0001 else f"${n:.2g}"
+    return f"${n:,.2f}"
+
+
+@register.filter
+def duration(value):
+    """timedelta -> "1h 02m", "3m 05s", "0.4s"; None -> "—"."""
+    if not isinstance(value, timedelta):
+        return "—"
+    secs = value.total_seconds()
+    if secs < 10:
+        return f"{secs:.1f}s"
+    secs = int(secs)
+    h, rem = divmod(secs, 3600)
+    m, s = divmod(rem, 60)
+    if h:
+        return f"{h}h {m:02d}m"
+    if m:
+        return f"{m}m {s:02d}s"
+    return f"{s}s"
+
+
+@register.filter
+def get(mapping, key):
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.filter
+def sorted_counts(mapping):
+    """{key: n} -> [(key, n)] most first, then by key."""
+    if not mapping:
+        return []
+    return sorted(mapping.items(), key=lambda kv: (-kv[1], kv[0]))
