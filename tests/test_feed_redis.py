@@ -31,12 +31,6 @@ session.create()
 print(session.session_key, Run.objects.create(name="redis-feed").pk)
 """
 
-PRODUCE = """
-import json, sys
-from runs.ingest import append
-from runs.models import Run
-append(Run.objects.get(pk={pk}), [json.loads(line) for line in sys.stdin])
-"""
 
 
 @pytest.fixture
@@ -61,7 +55,7 @@ def test_event_appended_by_another_process_reaches_a_connected_socket(redis_serv
     def produce(first, n):
         lines = "".join(json.dumps({"type": "log", "level": "info", "message": f"line {first + i}"}) + "\n"
                         for i in range(n))
-        redis_server.manage("shell", "-c", PRODUCE.format(pk=pk), input=lines)
+        redis_server.manage("ingest", "-", "--run", "redis-feed", input=lines)
 
     async def follow():
         url = redis_server.url.replace("http://", "ws://") + f"/ws/runs/{pk}/feed/?after=0"
