@@ -1,0 +1,150 @@
+"""A responses-as-code turn: the reply's submit_program calls run through the membrane.
+
+Each call carrying a program gets the `ok` receipt and is run by `membrane.run_program`, which
+emits the api_call/api_result brackets and the code_execution record. What the model reads next
+turn is the views the program left in its window (file / text / documentation bands, replaced in
+place, dropped when closed) and the membrane's messages under their three headings. A reply
+without a program is the error turn `missing_completion_no_program`; reply text is never run.
+Spawning, waiting and messaging happen inside the call's bracket through the engine's hook.
+"""
+
+from runs.engine import messages
+from runs.engine.membrane import AgentContext, run_program
+from runs.engine.tools import ToolError
+
+VIEW_BANDS = {"file": "file_view", "text": "text_view", "docs": "docs_view"}
+MESSAGE_BANDS = {"Compiler error": "compiler_error", "Runtime error": "runtime_error", "Notice": "system"}
+ERROR_KINDS = {"transpile": "transpile", "program": "program_fault", "sandbox": "sandbox_limit"}
+ENDING_SUMMARY = {"session.approve": lambda p: "approved",
+                  "session.request_changes": lambda p: "changes requested:\n" + "\n".join(
+                      f"- {item}" for item in p.get("items", []))}
+
+
+class Delegation:
+    """The membrane's hook into the loop: children start inside the api_call bracket."""
+
+    def __init__(self, engine, agent):
+        self.engine, self.agent = engine, agent
+
+    def spawn(self, request):
+        child = self.engine.spawn(self.agent, request.get("agent"), request.get("prompt"))
+        return {"id": child.id, "slot": 0, "model_id": child.profile.model_id}
+
+    def wait(self, ids):
+        handles = [h for h in self.agent.children if ids is None or h.agent.id in ids]
+        if any(not h.done for h in handles):
+            self.agent.wait = True
+        return [{"id": h.agent.id, "status": "done" if h.done else "running", "summary": h.summary or ""}
+                for h in handles]
+
+    def send(self, agent_id, text):
+        self.engine.send(self.agent, agent_id, text)
+
+
+def context(engine, agent):
+    """The agent's AgentContext, built once per incarnation (window, lib and stores persist)."""
+    if getattr(agent, "ctx", None) is None:
+        params = agent.params("responses-as-code")
+
+        def emit(record):
+            record = dict(record)
+            agent.emit(record.pop("type"), **record)
+
+        agent.ctx = AgentContext(
+            agent_id=agent.id, grants=agent.grants(), workspace=engine.workspace, emit=emit,
+            language=agent.profile.language, doc_view_types=agent.profile.doc_view_types,
+            stores={kind: h.impl for kind, h in agent.holdings.items() if h.enabled and kind != "history"},
+            timeout_secs=params.get("timeoutSecs", 30), max_memory_bytes=params.get("maxMemoryBytes", 268435456),
+            mint_agent_id=engine.mint_id, delegation=Delegation(engine, agent))
+    return agent.ctx
+
+
+def _sync_views(agent, window):
+    """Make the history's view messages match the program's window: replaced in place, closed
+    ones dropped, new ones appended in the order they were placed."""
+    from runs.engine.loop import message
+
+    current = {(v.kind, v.selector): v for v in window.views}
+    kept, seen = [], set()
+    for msg in agent.window:
+        key = msg.get("view")
+        if key is None:
+            kept.append(msg)
+        elif key in current and key not in seen:
+            seen.add(key)
+            kept.append(_view_message(message, current[key]))
+    kept += [_view_message(message, v) for key, v in current.items() if key not in seen]
+    agent.window[:] = kept
+
+
+def _view_message(message, view):
+    msg = message("user", view.message(), VIEW_BANDS[view.kind], label=view.selector)
+    msg["view"] = (view.kind, view.selector)
+    return msg
+
+
+def run(engine, agent, reply):
+    """Run the reply's programs; returns (error kind, error type) for an error turn, else None."""
+    from runs.engine.loop import message
+
+    programs = [c for c in reply.tool_calls if c.name == "submit_program"]
+    for call in reply.tool_calls:
+        if call.name != "submit_program":
+            agent.window.append(message("tool", "this mode offers one tool, submit_program; send your program "
+                                        "with it", "tool_output", toolCallId=call.id))
+    if not any(isinstance(c.args.get("program"), str) and c.args["program"].strip() for c in programs):
+        for call in programs:
+            agent.window.append(message("tool", "the call carried no program string", "tool_output",
+                                        toolCallId=call.id))
+        return ("missing_completion", "missing_completion_no_program")
+    ctx = context(engine, agent)
+    ctx.turn = agent.turns
+    error = None
+    for call in programs:
+        source = call.args.get("program")
+        if not isinstance(source, str) or not source.strip():
+            agent.window.append(message("tool", "the call carried no program string", "tool_output",
+                                        toolCallId=call.id))
+            continue
+        agent.window.append(message("tool", messages.receipt(), "tool_output", toolCallId=call.id))
+        outcome = run_program(ctx, source)
+        engine.code_executions += 1
+        agent.tool_calls += outcome.tool_calls
+        _sync_views(agent, ctx.window)
+        for heading, body in outcome.model_messages:
+            agent.window.append(message("user", messages.render(heading, body), MESSAGE_BANDS[heading]))
+        if outcome.error_type and error is None:
+            error = (ERROR_KINDS[outcome.error_type.split("_", 1)[0]], outcome.error_type)
+        elif not outcome.ok and outcome.error_type is None:
+            agent.emit("log", level="error", message="the code sandbox could not be operated; the run stops")
+            from runs.engine.loop import SessionOver
+
+            raise SessionOver("internal_error")
+        _apply(engine, agent, outcome)
+        if agent.ending:
+            break
+    return error
+
+
+def _apply(engine, agent, outcome):
+    """Register what the program declared for the loop to apply at turn close."""
+    if outcome.ending:
+        op_id, payload = outcome.ending
+        agent.ending = (op_id, ENDING_SUMMARY.get(op_id, lambda p: p.get("summary", ""))(payload))
+    if outcome.succession and agent.succession is None:
+        op_id, payload = outcome.succession
+        try:
+            if op_id == "delegation.exec":
+                entry = agent.profile.roster_entry(payload.get("agent"))
+                if entry is None or "subagent" not in entry.scopes:
+                    raise ToolError("invalid-argument", f"{payload.get('agent')!r} is not in the roster")
+                agent.succession = ("exec", entry.agent, payload.get("prompt"))
+            else:
+                edges = agent.machine.state(agent.state).transitions if agent.machine else ()
+                edge = next((t for t in edges if t.to == payload.get("state")), None)
+                if edge is None:
+                    raise ToolError("invalid-argument", f"there is no edge to {payload.get('state')!r}")
+                agent.succession = ("fsm", edge, payload.get("note"))
+        except ToolError as exc:
+            agent.emit("log", level="warn", message=f"the succession was not applied: {exc.message}")
+    agent.forks += [(fork["id"], fork.get("prompt") or "") for fork in outcome.forks]

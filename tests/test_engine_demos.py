@@ -1,0 +1,76 @@
+"""Each shipped demo runs to its expected end state, and its whole stream validates line by line
+against gg's telemetry schema."""
+
+import json
+
+import pytest
+
+from runs.engine.spec import DEMO_DIR
+from tests.engine_helpers import of_type, run_spec, schema_errors
+
+pytestmark = pytest.mark.django_db
+
+
+def demo(name):
+    return json.loads((DEMO_DIR / f"{name}.spec.json").read_text())
+
+
+def test_delegation_demo_fallback_fork_and_exec(tmp_path):
+    run, records = run_spec(demo("delegation"), tmp_path)
+    assert schema_errors(records) == []
+    assert run.status == "completed"
+    spawned = {r["agentId"]: r for r in of_type(records, "agent_spawned")}
+    assert list(spawned) == ["root", "agent-0", "agent-1", "agent-2"]
+    assert spawned["agent-0"]["profileId"] == "helper" and spawned["agent-0"]["parentAgentId"] == "root"
+    # The helper's inherited memories fall back: the lead holds none.
+    helper_memories = of_type(records, "agent_modules", "agent-0")[0]["modules"][1]
+    assert helper_memories == {"kind": "memories", "moduleId": "memories-0", "enabled": True, "origin": "created",
+                               "writable": True, "scope": "inherited"}
+    assert of_type(records, "agent_returned", "agent-0")[0]["summary"] == "The plan is in memory `plan`."
+    fork, exec_ = of_type(records, "agent_transition", "root")
+    assert fork["kind"] == "fork" and fork["toAgentId"] == "agent-1"
+    rows = {row["kind"]: row for row in fork["modules"]}
+    assert rows["history"]["disposition"] == "copied" and rows["history"]["fromModuleId"] != rows["history"]["toModuleId"]
+    assert rows["tasks"] == {"kind": "tasks", "disposition": "copied", "fromModuleId": "tasks-0", "toModuleId": "tasks-1"}
+    assert rows["memories"]["disposition"] == "absent"
+    assert exec_["kind"] == "exec" and exec_["toAgentId"] == "agent-2" and exec_["profileId"] == "finisher"
+    rows = {row["kind"]: row for row in exec_["modules"]}
+    assert rows["history"]["disposition"] == "carried"
+    assert rows["tasks"] == {"kind": "tasks", "disposition": "carried", "fromModuleId": "tasks-0", "toModuleId": "tasks-0"}
+    assert rows["memories"]["disposition"] == "absent"
+    assert spawned["agent-2"]["parentAgentId"] == "root" and spawned["agent-2"]["depth"] == 0
+    assert of_type(records, "agent_modules", "agent-2")[0]["modules"][2]["origin"] == "transferred"
+    tasks = of_type(records, "tasks_state", "agent-2")
+    assert tasks[-1]["moduleId"] == "tasks-0" and tasks[-1]["tasks"][0]["status"] == "done"
+    statuses = [(r["agentId"], r["status"]) for r in of_type(records, "agent_status")]
+    assert ("root", "blocked") in statuses and ("root", "running") in statuses
+
+
+def test_review_demo_requests_changes_then_approves(tmp_path):
+    run, records = run_spec(demo("review"), tmp_path)
+    assert schema_errors(records) == []
+    assert run.status == "completed"
+    surfaces = {r["agentId"]: r for r in of_type(records, "agent_surface")}
+    assert surfaces["agent-0"]["tools"] == ["read_file", "approve", "request_changes"]
+    assert surfaces["root"]["tools"][-1] == "finish" and "approve" not in surfaces["root"]["tools"]
+    assert of_type(records, "agent_returned", "agent-0")[0]["summary"] == \
+        "changes requested:\n- spell hello with two l's"
+    assert of_type(records, "agent_returned", "agent-1")[0]["summary"] == "approved"
+    assert (tmp_path / "ws" / "greeting.txt").read_text() == "hello, world\n"
+
+
+def test_code_root_demo_reads_views_is_refused_and_finishes(tmp_path):
+    run, records = run_spec(demo("code-root"), tmp_path)
+    assert schema_errors(records) == []
+    assert run.status == "completed", [r for r in of_type(records, "log")]
+    surface = of_type(records, "agent_surface")[0]
+    assert surface["executionMode"] == "responses_as_code" and surface["tools"] == []
+    assert surface["programLanguage"] == "python" and surface["docViewTypes"] == "return+errors"
+    assert {api["module"] for api in surface["apis"]} >= {"files", "views", "session"}
+    calls = [(r["operation"], r["ok"], r.get("failure")) for r in of_type(records, "api_result")]
+    assert ("files.read_file", True, None) in calls
+    assert ("shell.shell", False, "unavailable") in calls
+    assert calls[-1] == ("session.finish", True, None)
+    assert of_type(records, "code_execution")[-1]["finished"].startswith("Read notes.txt")
+    views = [r for r in of_type(records, "context_message") if r.get("label") == "notes.txt"]
+    assert views and views[0]["content"].startswith("File: notes.txt")
