@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import api, feed_views, views
+from runs import api, feed_views, page_views, views
 
 app_name = "runs"
 urlpatterns = [
@@ -10,4 +10,11 @@ urlpatterns = [
     path("runs/<int:pk>/export.ndjson", views.run_export, name="export"),
     path("api/runs/<str:run>/events", api.run_events, name="api_events"),
     path("runs/<int:pk>/feed/", feed_views.run_feed, name="feed"),
+    path("runs/<int:pk>/agents/", page_views.run_agents, name="agents"),
+    path("runs/<int:pk>/agents/<path:agent_id>/", page_views.agent_detail, name="agent"),
+    path("runs/<int:pk>/stores/", page_views.run_stores, name="stores"),
+    path("runs/<int:pk>/divergences/", page_views.run_divergences, name="divergences"),
+    path("runs/<int:pk>/refusals/", page_views.run_refusals, name="refusals"),
+    path("runs/<int:pk>/arms/", page_views.run_arms, name="arms"),
+    path("api/runs/<str:run>/report", page_views.api_report, name="api_report"),
 ]

@@ -1,0 +1,44 @@
+"""Tags for the run pages: the divergence badge and the context-bands chart (inline SVG)."""
+
+from django import template
+
+from runs.pages.selectors import divergence_count as _divergence_count
+
+register = template.Library()
+
+# One colour per context band (spec/stream.md §4.13 order); an unknown band gets grey.
+BAND_COLOURS = {
+    "system": "#8d8d86", "user_prompt": "#2f5fd0", "assistant": "#6b4fbb", "tool_output": "#c77d0a",
+    "compiler_error": "#b3261e", "runtime_error": "#e06c5f", "file_view": "#1f7a3a", "text_view": "#5fae73",
+    "docs_view": "#0b8a8a", "search_results": "#7cc7c7", "skill": "#a05a2c", "memory": "#d4a017",
+    "task_list": "#9c6fd6", "history": "#c9c7be",
+}
+CHART_HEIGHT = 160
+BAR_GAP = 2
+
+
+@register.simple_tag
+def divergence_count(run):
+    return _divergence_count(run)
+
+
+@register.inclusion_tag("runs/_context_chart.html")
+def context_chart(context):
+    """Stacked bars, one per turn, each band a rect scaled to the tallest turn."""
+    turns = context["turns"]
+    width = max(6, min(28, 900 // max(len(turns), 1)))
+    peak = context["peak"] or 1
+    bars = []
+    for i, turn in enumerate(turns):
+        y = CHART_HEIGHT
+        rects = []
+        for band, tokens in turn["bands"]:
+            h = tokens * CHART_HEIGHT / peak
+            y -= h
+            rects.append({"band": band, "tokens": tokens, "y": round(y, 2), "h": round(h, 2),
+                          "colour": BAND_COLOURS.get(band, "#bbbbbb")})
+        bars.append({"x": i * (width + BAR_GAP), "turn": turn["turn"], "total": turn["total"],
+                     "window": turn["window"], "rects": rects})
+    return {"bars": bars, "width": width - BAR_GAP if width > 4 else width, "height": CHART_HEIGHT,
+            "svg_width": max(len(turns) * (width + BAR_GAP), 1), "peak": peak,
+            "legend": [(b, BAND_COLOURS.get(b, "#bbbbbb")) for b in context["bands"]]}
