@@ -64,14 +64,30 @@ _REFUSED_IMPORTS = {"socket", "_socket", "ssl", "select", "selectors", "subproce
                     "shutil", "glob", "zipfile", "tarfile"}
 
 
-def _no_clock(*_args, **_kwargs):
+def _outside(*_args, **_kwargs):
     raise PermissionError(OUTSIDE)
 
 
 for _name in ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time",
               "process_time_ns", "thread_time", "thread_time_ns", "sleep", "localtime", "gmtime", "ctime"):
     if hasattr(time, _name):
-        setattr(time, _name, _no_clock)
+        setattr(time, _name, _outside)
+
+
+# os functions that stay: pure computations on values the program already holds.
+_OS_KEPT = {"fspath", "strerror", "fsencode", "fsdecode", "get_exec_path"}
+
+
+def _seal():
+    """Make every reach outside an ordinary exception: os functions that would ask WASI (stubbed to
+    trap) raise instead, and tracebacks read program lines from the cache, never from disk."""
+    for name in dir(os):
+        value = getattr(os, name)
+        if callable(value) and not isinstance(value, type) and name not in _OS_KEPT and not name.startswith("_") \
+                and getattr(value, "__module__", "posix") in ("posix", "os"):
+            setattr(os, name, _outside)
+    linecache.checkcache = lambda *args, **kwargs: None
+    linecache.updatecache = lambda *args, **kwargs: []
 
 
 def _audit(event, args):
@@ -167,7 +183,8 @@ def _error_code(code):
 
 class WitWorld(wit_world.WitWorld):
     def run(self, program, modules):
-        sys.addaudithook(_audit)  # a fresh instance per program: installed once per run
+        _seal()  # a fresh instance per program: sealed once per run
+        sys.addaudithook(_audit)
         sys.stdout = sys.stderr = _Output()
         sys.meta_path.insert(0, _Library(modules))
         linecache.cache[PROGRAM] = (len(program), None, program.splitlines(True), PROGRAM)
