@@ -67,3 +67,84 @@ def test_a_tool_calling_root_writes_reads_and_finishes(tmp_path):
     assert of_type(records, "memory_revision")[0]["name"] == "n"
     assert of_type(records, "memory_state")[-1]["count"] == 1
     assert of_type(records, "session_ended")[0]["status"] == "completed"
+
+
+def _spawner(child_scope, parent_memories=True, parent_scope="isolated"):
+    parent_caps = [{"id": "subagents", "enabled": True, "params": {"maxDepth": 2}}]
+    if parent_memories:
+        parent_caps.append({"id": "memories", "enabled": True, "params": {"scope": parent_scope}})
+    return spec(
+        [tool_agent("lead", parent_caps,
+                    subagents=[{"agent": "kid", "description": "", "scopes": ["subagent"]}]),
+         tool_agent("kid", [{"id": "memories", "enabled": True, "params": {"scope": child_scope}}])],
+        {"lead": [call("write_memory", name="a", body="x") if parent_memories else call("wait_for_subagents"),
+                  call("spawn_subagent", agent="kid", prompt="go"), call("wait_for_subagents"),
+                  call("finish", summary="done")],
+         "kid": [call("finish", summary="ok")]})
+
+
+@pytest.mark.parametrize("child_scope, parent_memories, parent_scope, expected", [
+    ("isolated", True, "isolated", {"moduleId": "memories-1", "origin": "created", "writable": True}),
+    ("shared", True, "shared", {"moduleId": "memories-0", "origin": "run", "writable": True}),
+    ("inherited", True, "isolated", {"moduleId": "memories-0", "origin": "inherited", "writable": True}),
+    ("read-only", True, "isolated", {"moduleId": "memories-0", "origin": "inherited", "writable": False}),
+    ("inherited", False, None, {"moduleId": "memories-0", "origin": "created", "writable": True}),
+])
+def test_memories_scopes_resolve_as_gg_does(tmp_path, child_scope, parent_memories, parent_scope, expected):
+    run, records = run_spec(_spawner(child_scope, parent_memories, parent_scope), tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed"
+    row = of_type(records, "agent_modules", "agent-0")[0]["modules"][1]
+    assert {k: row[k] for k in expected} == expected and row["scope"] == child_scope
+    assert opening_types(records, "agent-0") == ["agent_spawned", "agent_modules", "agent_surface", "memory_state",
+                                                 "agent_status"]
+    kid_tools = of_type(records, "agent_surface", "agent-0")[0]["tools"]
+    assert ("write_memory" in kid_tools) == expected["writable"]
+    state = of_type(records, "memory_state", "agent-0")[0]
+    assert state["moduleId"] == expected["moduleId"] and state["writable"] == expected["writable"]
+    if parent_memories and expected["moduleId"] == "memories-0":
+        assert state["count"] == 1  # the spawner's note is in the store the child holds
+
+
+def test_fsm_transition_carries_only_the_transfer_list(tmp_path):
+    worker_caps = [{"id": "tasks", "enabled": True}, {"id": "memories", "enabled": True}]
+    data = spec(
+        [{"slug": "machine", "name": "Machine", "capabilities": [{"id": "fsm", "enabled": True, "params": {"states": [
+            {"name": "draft", "agent": "writer", "transitions": [
+                {"to": "check", "transfer": ["history", "tasks"], "description": "hand over"}]},
+            {"name": "check", "agent": "checker", "transitions": []}]}}]},
+         tool_agent("writer", worker_caps), tool_agent("checker", worker_caps)],
+        {"writer": [call("add_task", id="t", title="T"), call("transition_state", to="check", prompt="check it")],
+         "checker": [call("finish", summary="checked")]})
+    run, records = run_spec(data, tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed"
+    assert opening_types(records, "root")[:3] == ["agent_spawned", "fsm_state", "agent_modules"]
+    assert of_type(records, "fsm_state", "root")[0] == {**of_type(records, "fsm_state", "root")[0],
+                                                        "fsmId": "machine", "state": "draft", "profileId": "writer"}
+    assert "transition_state" in of_type(records, "agent_surface", "root")[0]["tools"]
+    transition = of_type(records, "agent_transition", "root")[0]
+    assert transition["kind"] == "fsm" and transition["state"] == "check" and transition["toAgentId"] == "agent-0"
+    rows = {row["kind"]: row["disposition"] for row in transition["modules"]}
+    assert rows == {"history": "carried", "memories": "initialized", "tasks": "carried", "board": "absent",
+                    "skills": "absent", "archive": "absent"}
+    entry = of_type(records, "fsm_state", "agent-0")[0]
+    assert entry["from"] == "draft" and entry["state"] == "check" and entry["profileId"] == "checker"
+    assert "transition_state" not in of_type(records, "agent_surface", "agent-0")[0]["tools"]
+    types = [r["type"] for r in records]
+    assert types.index("agent_transition") < types.index("agent_spawned", types.index("agent_transition"))
+
+
+def test_a_reply_with_no_tool_call_is_an_error_turn(tmp_path):
+    data = spec([tool_agent("coder")], {"coder": [{"text": "just prose"}, call("finish", summary="ok")]})
+    run, records = run_spec(data, tmp_path)
+    first = of_type(records, "turn_outcome")[0]
+    assert first["outcome"] == "error" and first["errorType"] == "missing_completion_no_call"
+    assert first["consecutiveErrors"] == 1 and run.status == "completed"
+
+
+def test_a_tool_not_offered_is_refused_with_unavailable(tmp_path):
+    data = spec([tool_agent("coder", tools=[])],
+                {"coder": [call("write_file", path="x", contents="y"), call("finish", summary="ok")]})
+    run, records = run_spec(data, tmp_path)
+    result = of_type(records, "tool_result")[0]
+    assert result["ok"] is False and result["failure"] == "unavailable"
+    assert of_type(records, "agent_surface")[0]["tools"] == ["finish"]
