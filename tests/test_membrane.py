@@ -1,0 +1,208 @@
+"""The membrane's rules (seeds 002/003/004), each driven by a real program through the real guest."""
+
+import pytest
+
+from runs.engine.sandbox import get_sandbox
+from tests.sandbox_run import context, run
+
+
+@pytest.fixture(scope="module", autouse=True)
+def guest():
+    return get_sandbox()
+
+
+def test_an_ungranted_call_is_refused_in_the_programs_spelling_and_still_recorded(tmp_path):
+    result = run(context(tmp_path, capabilities=["read-file"]), """
+        import gg
+        try:
+            gg.programs.history()
+        except gg.core.ApiError as err:
+            gg.views.open_text("err", err)
+    """)
+    assert result.outcome.ok
+    pair = [r for r in result.records if r.get("operation") == "programs.history"]
+    assert pair == [{"type": "api_call", "operation": "programs.history"},
+                    {"type": "api_result", "operation": "programs.history", "ok": False, "failure": "unavailable"}]
+    view = result.outcome.views[0].body
+    assert '"operation": "history"' in view and '"code": "unavailable"' in view  # the JSON form keeps all three
+    assert "`gg.programs.history` is not available" in view and "program-library" not in view
+    assert any("`gg.programs.history` call was refused before it ran" in line for line in result.logs("warn"))
+
+
+def test_an_ending_outside_the_role_names_the_endings_the_agent_has(tmp_path):
+    result = run(context(tmp_path, role="review"), "import gg\ngg.session.finish('done')")
+    assert result.outcome.ending is None
+    assert "Use `gg.session.approve` or `gg.session.request_changes` instead." in result.outcome.error
+
+
+def test_role_is_checked_before_shape(tmp_path):
+    result = run(context(tmp_path), "import gg\ngg.session.request_changes([])")
+    assert "not the one to give verdicts" in result.outcome.error
+    assert "Use `gg.session.finish` instead." in result.outcome.error
+    assert result.of("api_result")[-1]["failure"] == "unavailable"
+
+
+def test_finish_needs_a_summary_and_request_changes_trims_and_drops_blanks(tmp_path):
+    assert "non-empty summary" in run(context(tmp_path), "import gg\ngg.session.finish('  ')").outcome.error
+    review = context(tmp_path, role="review")
+    refused = run(review, "import gg\ngg.session.request_changes(['  ', ''])")
+    assert "at least one change" in refused.outcome.error and refused.of("api_result")[-1]["failure"] == "invalid-argument"
+    accepted = run(review, "import gg\ngg.session.request_changes(['  fix the test ', ' '])")
+    assert accepted.outcome.ending == ("session.request_changes", {"items": ["fix the test"]})
+
+
+def test_the_last_declaration_stands_and_superseded_ones_are_counted(tmp_path):
+    result = run(context(tmp_path), """
+        import gg
+        gg.session.finish("first")
+        gg.session.finish("second")
+        gg.views.open_text("ran on", "after declaring")
+        gg.session.finish("third")
+    """)
+    assert result.outcome.ending == ("session.finish", {"summary": "third"})
+    assert result.outcome.views  # the program ran on after declaring
+    assert any("2 more time(s)" in line for line in result.logs("warn"))
+    assert result.of("code_execution")[0]["finished"] == "third"
+
+
+def test_a_program_that_declares_and_then_throws_has_its_ending_revoked(tmp_path):
+    result = run(context(tmp_path), "import gg\ngg.session.finish('done')\nraise ValueError('late')")
+    assert result.outcome.ending is None
+    assert any("and then failed, so the session was NOT ended: done" in line for line in result.logs("warn"))
+    assert result.outcome.model_messages == [("Runtime error", result.outcome.error)]
+    assert "finished" not in result.of("code_execution")[0]
+
+
+def test_an_on_use_script_gets_no_ending_group(tmp_path):
+    result = run(context(tmp_path, on_use_script=True), "import gg\ngg.session.finish('done')")
+    assert result.outcome.ending is None and "on-use script" in result.outcome.error
+
+
+def test_calls_before_a_failure_stay_landed_and_shell_returns_the_exit_code(tmp_path):
+    ctx = context(tmp_path, capabilities=["write-file", "shell", "read-file"])
+    result = run(ctx, """
+        import gg
+        gg.files.write_file("kept.txt", "landed")
+        out = gg.shell.shell("exit 7")
+        gg.views.open_text("code", str(out.exit_code))
+        gg.files.read_file("absent.txt")
+        gg.files.write_file("never.txt", "x")
+    """)
+    root = ctx[0].workspace.root
+    assert (root / "kept.txt").read_text() == "landed" and not (root / "never.txt").exists()
+    assert result.outcome.views[0].body == "7"
+    assert result.of("shell")[0]["exitCode"] == 7
+    assert "line 6" in result.outcome.error and "not-found" in result.outcome.error
+
+
+def test_a_flat_name_is_answered_with_gg_modules_and_lib_when_code_is_loaded(tmp_path):
+    ctx = context(tmp_path, capabilities=["read-file"])
+    result = run(ctx, "read_file('x')")
+    assert "gg.files, gg.shell" in result.outcome.error and "gg.core" in result.outcome.error
+    assert "lib" not in result.outcome.error.split("gg's modules", 1)[1]
+    assert result.outcome.error_type == "program_unknown_name"
+    ctx[0].lib.load("csv-tools", "def parse(text):\n    return text.split(',')\n")
+    assert "and lib" in run(ctx, "read_file('x')").outcome.error
+
+
+def test_exec_and_transition_state_share_one_succession_slot(tmp_path):
+    result = run(context(tmp_path, capabilities=["exec"], machine=True,
+                         operations={"delegation.exec", "delegation.transition_state"}), """
+        import gg
+        gg.delegation.exec("reviewer", "take over")
+        try:
+            gg.delegation.transition_state("done", None)
+        except gg.core.ApiError as err:
+            gg.views.open_text("second", err.code + ": " + err.message)
+    """)
+    assert result.outcome.succession == ("delegation.exec", {"agent": "reviewer", "prompt": "take over"})
+    assert result.outcome.views[0].body.startswith("refused: this turn already declared a succession")
+
+
+def test_fork_returns_the_copys_id_at_once(tmp_path):
+    result = run(context(tmp_path, capabilities=["fork", "subagents"]), """
+        import gg
+        handle = gg.delegation.fork("try the other approach")
+        gg.views.open_text("fork", handle.id)
+    """)
+    assert result.outcome.views[0].body == "agent-1"
+    assert result.outcome.forks == [{"id": "agent-1", "prompt": "try the other approach"}]
+
+
+def test_docs_and_views_are_always_bound_and_search_shows_only_what_permits_allows(tmp_path):
+    result = run(context(tmp_path, capabilities=["read-file"], doc_view_types="return+errors"), """
+        import gg
+        page = gg.docs.search("file")
+        keys = [hit.key for hit in page.hits]
+        assert "gg.files.read_file" in keys and "gg.files.write_file" not in keys, keys
+        gg.views.open_docs_view("gg.files.read_file")
+    """)
+    assert result.outcome.ok, result.outcome.error
+    headings = [v.heading for v in result.outcome.views]
+    assert headings == ["View: search results", "Documentation: gg.files.read_file", "Documentation: gg.files.FileRead",
+                        "Documentation: gg.core.ApiError"]
+    none = run(context(tmp_path, capabilities=["read-file"], doc_view_types="none"),
+               "import gg\ngg.views.open_docs_view('gg.files.read_file')")
+    assert [v.heading for v in none.outcome.views] == ["Documentation: gg.files.read_file"]
+
+
+def test_lib_loads_under_python_keys_with_a_suffix_for_a_second_alike(tmp_path):
+    ctx = context(tmp_path, capabilities=["memories"])
+    result = run(ctx, """
+        import gg
+        gg.memories.write_memory(name="csv-tools", description="csv", body="b", code="def cols(s):\\n    return len(s.split(','))\\n")
+        gg.memories.write_memory(name="csv_tools", description="csv", body="b", code="def rows(s):\\n    return 2\\n")
+    """)
+    assert result.outcome.ok, result.outcome.error
+    assert list(ctx[0].lib.modules) == ["csv_tools", "csv_tools2"]
+    used = run(ctx, "import gg\nfrom lib import csv_tools, csv_tools2\ngg.views.open_text('n', str(csv_tools.cols('a,b,c')) + str(csv_tools2.rows('')))")
+    assert used.outcome.views[0].body == "32"
+
+
+def test_a_module_that_fails_to_load_is_a_notice_naming_it_never_its_source(tmp_path):
+    ctx = context(tmp_path)
+    ctx[0].lib.load("broken-helper", "SECRET_SOURCE = 1\nraise RuntimeError('boom')\n")
+    result = run(ctx, "import gg\nfrom lib import broken_helper\ngg.views.open_text('ok', 'carried on')")
+    assert result.outcome.ok
+    (heading, body), = result.outcome.model_messages
+    assert heading == "Notice" and "`broken-helper`" in body and "RuntimeError: boom" in body
+    assert "SECRET_SOURCE" not in body
+
+
+def test_notices_come_before_the_error(tmp_path):
+    ctx = context(tmp_path, capabilities=["program-library"])
+    ctx[0].lib.load("bad", "raise ValueError('nope')")
+    result = run(ctx, "import gg\nimport lib.bad\ngg.programs.rerun('print(1)')\nraise KeyError('x')")
+    assert [h for h, _ in result.outcome.model_messages] == ["Notice", "Notice", "Runtime error"]
+    assert "was not run" in result.outcome.model_messages[1][1] and result.outcome.rerun is None
+
+
+def test_refusal_records_are_capped_and_the_overflow_counted(tmp_path):
+    result = run(context(tmp_path), """
+        import gg
+        for _ in range(120):
+            try:
+                gg.files.read_file("x")
+            except gg.core.ApiError:
+                pass
+        gg.views.open_text("done", "yes")
+    """)
+    refused = [line for line in result.logs("warn") if "refused before it ran" in line]
+    assert len(refused) == 100
+    assert "20 further refused call(s) were not recorded" in result.logs("warn")
+    record = result.of("code_execution")[0]
+    assert record["apiCalls"] == 121 and record["toolCalls"] == 0 and record["refusalsSuppressed"] == 20
+
+
+def test_calls_described_are_capped_at_500(tmp_path):
+    result = run(context(tmp_path), "import gg\nfor i in range(520):\n    gg.views.open_text('v', str(i))")
+    assert len(result.of("api_call")) == 500 and len(result.of("api_result")) == 500
+    record = result.of("code_execution")[0]
+    assert record["apiCalls"] == 520 and record["callsSuppressed"] == 20
+    opened = [line for line in result.logs("debug") if "view `v`" in line]
+    assert len(opened) == 100 and record["viewRecordsSuppressed"] == 420
+
+
+def test_a_malformed_call_is_invalid_argument_naming_the_sdk_complaint(tmp_path):
+    result = run(context(tmp_path, capabilities=["tasks"]), "import gg\ngg.tasks.add_task({'title': 'x'})")
+    assert "`add_task` failed (invalid-argument)" in result.outcome.error and "'id'" in result.outcome.error

@@ -1,0 +1,50 @@
+"""The typed tools over a workspace, as the tool-calling loop uses them (no sandbox involved)."""
+
+import pytest
+
+from runs.engine.tools import BoardStore, MemoryStore, TaskStore, ToolError, Workspace
+from tests.gg_schema import validate_record
+
+
+def test_files_are_confined_to_the_workspace(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    (tmp_path / "secret").write_text("no")
+    (ws.root / "link").symlink_to(tmp_path / "secret")
+    for path in ("/etc/passwd", "../secret", "link"):
+        with pytest.raises(ToolError) as refused:
+            ws.read_file(path)
+        assert refused.value.code == "invalid-argument"
+
+
+def test_edit_file_classes_a_missing_string_and_an_ambiguous_one(tmp_path):
+    ws = Workspace(tmp_path)
+    ws.write_file("a.txt", "x x")
+    with pytest.raises(ToolError) as missing:
+        ws.edit_file("a.txt", "y", "z")
+    with pytest.raises(ToolError) as ambiguous:
+        ws.edit_file("a.txt", "x", "z")
+    assert (missing.value.code, ambiguous.value.code) == ("not-found", "conflict")
+
+
+def test_shell_runs_in_the_root_with_a_timeout(tmp_path):
+    ws = Workspace(tmp_path)
+    result, record = ws.shell("pwd; exit 4")
+    assert result["exit_code"] == 4 and result["output"].strip() == str(ws.root)
+    validate_record({"type": "shell", **record})
+    killed, record = ws.shell("sleep 5", timeout_secs=0.3)
+    assert killed["exit_code"] is None and record["exitCode"] == -1
+
+
+def test_store_snapshots_validate_against_gg_schema():
+    memories, tasks, board = MemoryStore("memories-0"), TaskStore("tasks-0"), BoardStore("board-0")
+    revision = memories.write({"name": "plan", "description": "d", "body": "line\n"})
+    validate_record({"type": "memory_revision", **revision})
+    tasks.add({"id": "t1", "title": "one"})
+    tasks.add({"id": "t2", "title": "two", "blocked_by": ["t1"]})
+    with pytest.raises(ToolError) as cycle:
+        tasks.set_blocked_by("t1", ["t2"])
+    assert cycle.value.code == "conflict"
+    board.create_epic({"prefix": "auth", "title": "Auth", "description": ""})
+    assert board.create_issue({"title": "login", "agent": "dev", "epic_id": "AUTH"})["id"] == "AUTH-1"
+    for store in (memories, tasks, board):
+        validate_record(store.snapshot())
