@@ -38,6 +38,8 @@ def start_run(run, *, provider=None, workspace=None):
     updates = {"status": Run.Status.RUNNING, "session_id": session_id}
     if spec is not None:
         updates["capability_set"] = spec.capability_set()
+        if spec.engine == "gg":
+            updates["source"] = Run.Source.GG
     Run.objects.filter(pk=run.pk).update(**updates, started_at=timezone.now())
     run.status, run.session_id = Run.Status.RUNNING, session_id
     telemetry = Telemetry(run, session_id)
