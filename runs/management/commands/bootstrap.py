@@ -8,13 +8,17 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from runs import services
+from runs.engine.runner import start_run
+from runs.engine.spec import DEMO_DIR
+from runs.management.commands.launch import launch_spec_file
 from runs.models import Run
 
 DEMO_STREAMS = [
-    # (run name, path): the real recorded gg stream, and the authored multi-agent run.
+    # (run name, path): the real recorded gg stream, imported.
     ("real-mock-session", settings.BASE_DIR.parent / "shared" / "fixtures" / "gg" / "real-mock-session.ndjson"),
-    ("demo", settings.BASE_DIR / "tests" / "fixtures" / "streams" / "multi_agent.ndjson"),
 ]
+# Launched on the built-in engine from the shipped demo specs and run to the end here.
+DEMO_SPECS = ["delegation", "review", "code-root"]
 
 
 class Command(BaseCommand):
@@ -35,3 +39,6 @@ class Command(BaseCommand):
                 with path.open("rb") as fh:
                     result = services.events_import_stream(run, fh)
                 self.stdout.write(f"Demo run {name!r}: {result.summary()}")
+            for demo in DEMO_SPECS:
+                run = launch_spec_file(DEMO_DIR / f"{demo}.spec.json", name=f"demo-{demo}")
+                self.stdout.write(f"Demo run {run.name!r}: {start_run(run)}")
