@@ -26,15 +26,31 @@ def _py(name):
     return name.replace("-", "_")
 
 
+# Asking wasmtime for a type's shape costs FFI calls; the membrane's types live as long as the
+# linker, so their shapes are remembered by identity (the type object is kept alive beside it).
+_SHAPES = {}
+
+
+def _shape(ty):
+    shape = _SHAPES.get(id(ty))
+    if shape is None or shape[0] is not ty:
+        if isinstance(ty, RecordType):
+            shape = (ty, [(name, _py(name), fty) for name, fty in ty.fields])
+        else:
+            shape = (ty, (ty._tagged(), ty._cases()))
+        _SHAPES[id(ty)] = shape
+    return shape[1]
+
+
 def lift(ty, value):
     """A wasmtime value of type `ty` as plain Python."""
     if isinstance(ty, RecordType):
-        return {_py(name): lift(fty, getattr(value, name)) for name, fty in ty.fields}
+        return {key: lift(fty, getattr(value, name)) for name, key, fty in _shape(ty)}
     if isinstance(ty, OptionType):
         return None if value is None else lift(ty.payload, value)
     if isinstance(ty, (VariantType, ResultType)):
-        cases = ty._cases()
-        if ty._tagged():
+        tagged, cases = _shape(ty)
+        if tagged:
             case_ty = dict(cases)[value.tag]
             return (value.tag, None if case_ty is None else lift(case_ty, value.payload))
         for name, case_ty in cases:
@@ -57,8 +73,7 @@ def lower(ty, value):
         return None
     if isinstance(ty, RecordType):
         record = Record()
-        for name, fty in ty.fields:
-            key = _py(name)
+        for name, key, fty in _shape(ty):
             field = value.get(key) if isinstance(value, dict) else getattr(value, key, None)
             setattr(record, name, lower(fty, field))
         return record
@@ -66,9 +81,10 @@ def lower(ty, value):
         return None if value is None else lower(ty.payload, value)
     if isinstance(ty, (VariantType, ResultType)):
         tag, payload = (value, None) if isinstance(value, str) else value
-        case_ty = dict(ty._cases())[tag]
+        tagged, cases = _shape(ty)
+        case_ty = dict(cases)[tag]
         lowered = None if case_ty is None else lower(case_ty, payload)
-        return Variant(tag, lowered) if ty._tagged() else lowered
+        return Variant(tag, lowered) if tagged else lowered
     if isinstance(ty, ListType):
         return value if isinstance(value, bytes) else [lower(ty.element, item) for item in value]
     if isinstance(ty, TupleType):
