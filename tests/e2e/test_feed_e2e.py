@@ -1,0 +1,151 @@
+"""The live feed in Debian's Chromium: rows arrive in order in each agent's spelling while events
+are being appended, the socket drops and the feed resumes with nothing missing or doubled, and a
+<script> inside an event payload stays text."""
+
+import itertools
+import json
+import threading
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROWS = "#feed-rows .feed-row"
+SURFACES = [
+    ("root", "typescript", "gg.files", "readFile"),
+    ("agent-py", "python", "gg.files", "read_file"),
+    ("agent-rs", "rust", "gg::files", "read_file"),
+    ("agent-java", "java", "gg.files.Files", "readFile"),
+]
+SPELLED = {"root": "gg.files.readFile", "agent-py": "gg.files.read_file", "agent-rs": "gg::files::read_file",
+           "agent-java": "gg.files.Files.readFile"}
+
+
+_clock = itertools.count()
+
+
+def stamped(record):
+    # gg stamps every record; identical unstamped lines would be taken for a re-sent stream.
+    return {"timestamp": f"2026-08-03T00:00:00.{next(_clock):06d}Z", **record}
+
+
+def ndjson(records):
+    return "".join(json.dumps(stamped(r)) + "\n" for r in records)
+
+
+def post(server, run, records):
+    request = urllib.request.Request(
+        f"{server.url}/api/runs/{run}/events", data=ndjson(records).encode(), method="POST",
+        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/x-ndjson"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+def log(message, agent="root"):
+    return {"agentId": agent, "type": "log", "level": "info", "message": message}
+
+
+def rendered(page):
+    return [tuple(row) for row in page.eval_on_selector_all(
+        ROWS, "els => els.map(e => [Number(e.dataset.seq), e.dataset.agent, e.querySelector('.feed-detail').textContent])"
+    )]
+
+
+def wait_rows(page, n, timeout=30_000):
+    page.wait_for_function("n => document.querySelectorAll('#feed-rows .feed-row').length >= n", arg=n, timeout=timeout)
+
+
+def wait_state(page, state, timeout=30_000):
+    page.wait_for_function("s => document.getElementById('feed-state').dataset.state === s", arg=state, timeout=timeout)
+
+
+def test_live_feed_in_order_spelled_resumes_after_a_drop_and_escapes(page, console_server):
+    name = f"e2e-feed-{uuid.uuid4().hex[:8]}"
+    surfaces = [{"agentId": a, "type": "agent_surface", "executionMode": "responses_as_code", "tools": [],
+                 "programLanguage": lang, "apis": [{"module": "files", "path": path, "description": "d",
+                                                    "functions": [{"name": fn, "operation": "files.read_file"}]}]}
+                for a, lang, path, fn in SURFACES]
+    pk = post(console_server, name, surfaces + [log("opening")])["run"]
+    expected = [(5, "root", "opening")]  # the surfaces (seq 1-4) make no rows
+
+    page.goto(f"{console_server.url}/runs/{pk}/feed/")
+    wait_state(page, "live")
+
+    # Appended while the page is open, in small bursts from another thread.
+    bursts = []
+    for b in range(5):
+        burst = []
+        for agent, *_ in SURFACES:
+            burst += [{"agentId": agent, "type": "api_call", "operation": "files.read_file"}, log(f"b{b} {agent}", agent)]
+        bursts.append(burst)
+    seq = 5
+    for burst in bursts:
+        for record in burst:
+            seq += 1
+            agent = record["agentId"]
+            expected.append((seq, agent, SPELLED[agent] if record["type"] == "api_call" else record["message"]))
+
+    def produce():
+        for burst in bursts:
+            post(console_server, pk, burst)
+            time.sleep(0.15)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    wait_rows(page, len(expected))
+    producer.join()
+    assert rendered(page) == expected
+
+    # Pause holds new rows back; resume shows them.
+    page.click("#feed-pause")
+    post(console_server, pk, [log("held 1"), log("held 2")])
+    expected += [(seq + 1, "root", "held 1"), (seq + 2, "root", "held 2")]
+    seq += 2
+    wait_rows(page, len(expected))
+    assert page.locator(f"{ROWS}:visible").count() == len(expected) - 2
+    assert page.inner_text("#feed-pause") == "Resume (2 new)"
+    page.click("#feed-pause")
+    assert page.locator(f"{ROWS}:visible").count() == len(expected)
+
+    # Filter by agent, then by kind.
+    page.select_option("#feed-agent", "agent-rs")
+    assert {r for r in page.eval_on_selector_all(f"{ROWS}:not([hidden])", "els => els.map(e => e.dataset.agent)")} == {"agent-rs"}
+    page.select_option("#feed-kind", "call")
+    assert page.eval_on_selector_all(f"{ROWS}:not([hidden]) .feed-detail", "els => els.map(e => e.textContent)") == \
+        ["gg::files::read_file"] * 5
+    page.select_option("#feed-agent", "")
+    page.select_option("#feed-kind", "")
+
+    # Drop the socket: the server goes away, events are stored meanwhile, the feed resumes.
+    console_server.stop()
+    wait_state(page, "reconnecting")
+    console_server.manage("ingest", "-", "--run", name, input=ndjson([log("while down 1"), log("while down 2")]))
+    expected += [(seq + 1, "root", "while down 1"), (seq + 2, "root", "while down 2")]
+    seq += 2
+    console_server.start()
+    wait_state(page, "live", timeout=60_000)
+    post(console_server, pk, [log("after the drop")])
+    expected.append((seq + 1, "root", "after the drop"))
+    seq += 1
+    wait_rows(page, len(expected))
+    assert rendered(page) == expected  # nothing missing, nothing doubled, in order
+
+    # A payload holding markup is shown as text and never runs.
+    post(console_server, pk, [log("<script>window.__pwned = 1</script>"),
+                              {"type": "assistant_message", "text": "<img src=x onerror=\"window.__pwned = 2\">"}])
+    wait_rows(page, len(expected) + 2)
+    details = page.eval_on_selector_all(f"{ROWS} .feed-detail", "els => els.slice(-2).map(e => e.textContent)")
+    assert details == ["<script>window.__pwned = 1</script>", "<img src=x onerror=\"window.__pwned = 2\">"]
+    assert page.locator("#feed-rows script, #feed-rows img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+    # The run ends: everything is shown, the indicator says so and stays so.
+    post(console_server, pk, [{"type": "session_ended", "status": "completed"}])
+    wait_state(page, "ended")
+    assert page.inner_text(f"{ROWS}:last-child .feed-detail") == "Session ended: completed."
+    assert "every stored event is shown" in page.inner_text("#feed-end")
+    assert page.errors == []
