@@ -1,7 +1,11 @@
 """ASGI entry point: HTTP goes to Django, WebSockets to the Channels routes.
 
 Sockets pass AllowedHostsOriginValidator (foreign origins refused) and AuthMiddlewareStack
-(the session user; consumers refuse anonymous users).
+(the session user; consumers refuse anonymous users). The `channel` protocol is the launch
+worker: `manage.py runworker gg-runs` executes runs dispatched over Redis.
+
+Loading the application (Daphne, runserver, runworker) sweeps runs a dead server or worker left
+live to `interrupted` (runs.launch.dispatch.sweep_on_start).
 """
 
 import os
@@ -12,14 +16,17 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gg_console.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from gg_console.routing import websocket_urlpatterns  # noqa: E402
+from runs.launch import dispatch  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "channel": ChannelNameRouter({dispatch.CHANNEL: dispatch.RunWorkerConsumer.as_asgi()}),
     }
 )
+dispatch.sweep_on_start()

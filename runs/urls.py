@@ -1,6 +1,7 @@
 from django.urls import path
 
 from runs import api, feed_views, page_views, views
+from runs.launch import views as launch_views
 
 app_name = "runs"
 urlpatterns = [
@@ -17,4 +18,10 @@ urlpatterns = [
     path("runs/<int:pk>/refusals/", page_views.run_refusals, name="refusals"),
     path("runs/<int:pk>/arms/", page_views.run_arms, name="arms"),
     path("api/runs/<str:run>/report", page_views.api_report, name="api_report"),
+    path("runs/new/", launch_views.launch_new, name="new"),
+    path("runs/new/validate/", launch_views.launch_validate, name="validate"),
+    path("runs/<int:pk>/cancel/", launch_views.run_cancel, name="cancel"),
+    path("runs/<int:pk>/rerun/", launch_views.run_rerun, name="rerun"),
+    path("configurations/", launch_views.configurations, name="configurations"),
+    path("configurations/<int:pk>/delete/", launch_views.configuration_delete, name="configuration_delete"),
 ]

@@ -58,9 +58,10 @@ def _members(archive):
             raise WorkspaceError(f"{name!r}: absolute paths are refused")
         if ".." in path.parts:
             raise WorkspaceError(f"{name!r}: paths with '..' are refused")
-        mode = info.external_attr >> 16
-        if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            kind = "symlinks are" if stat.S_ISLNK(mode) else "special files are"
+        # Unix zips keep the file type in the high bits of external_attr; 0 means "not recorded".
+        file_type = stat.S_IFMT(info.external_attr >> 16)
+        if file_type and file_type not in (stat.S_IFREG, stat.S_IFDIR):
+            kind = "symlinks are" if file_type == stat.S_IFLNK else "special files are"
             raise WorkspaceError(f"{name!r}: {kind} refused")
         declared += info.file_size
         if declared > MAX_TOTAL_BYTES:

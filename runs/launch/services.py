@@ -1,0 +1,78 @@
+"""Writes behind the launch forms: launch, cancel, saved configurations."""
+
+import secrets
+import shutil
+
+from django.db import transaction
+from django.utils import timezone
+
+from runs import doorbell
+from runs.launch import dispatch, workspace
+from runs.launch.forms import LaunchForm
+from runs.models import Run, SavedConfiguration
+
+
+def run_launch(*, form: LaunchForm, upload=None, user=None):
+    """Validate the form (spec, run name, workspace zip: every problem at once) and create the run
+    queued, its workspace ready, dispatched once committed. Returns the Run, or None with the
+    errors on `form`."""
+    extra = []
+    name = form.spec.get("name") or ""
+    if name and Run.objects.filter(name=name).exists():
+        extra.append({"path": "name", "message": f"a run named {name!r} already exists"})
+    if upload is not None:
+        try:
+            workspace.check_zip(upload)
+        except workspace.WorkspaceError as exc:
+            extra.append({"path": "workspace", "message": str(exc)})
+    run_spec = form.validate(extra)
+    if run_spec is None:
+        return None
+    try:
+        with transaction.atomic():
+            run = Run.objects.create(
+                name=name or _fresh_name(run_spec.root.slug), source=Run.Source.ENGINE, status=Run.Status.QUEUED,
+                created_by=user, launch_spec=form.spec, capability_set=run_spec.capability_set(),
+            )
+            dest = workspace.workspace_dir(run)
+            shutil.rmtree(dest, ignore_errors=True)  # a deleted run's leftovers under a reused id
+            if upload is not None:
+                workspace.unpack(upload, dest)
+            else:
+                workspace.create_empty(dest)
+            transaction.on_commit(lambda: dispatch.dispatch(run.pk))
+    except workspace.WorkspaceError as exc:  # what only inflating the members could tell
+        form.add_error("workspace", str(exc))
+        return None
+    return run
+
+
+def run_cancel(run):
+    """A queued run is canceled on the spot; a running one stops at its next turn boundary (the
+    engine reads `cancel_requested`), keeping everything recorded. Returns False for an ended run."""
+    if Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+        status=Run.Status.CANCELED, cancel_requested=True
+    ):
+        doorbell.ring_on_commit(run.pk, run.last_seq, Run.Status.CANCELED)
+        return True
+    return bool(Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(cancel_requested=True))
+
+
+def configuration_save(*, form: LaunchForm, name, description="", user=None):
+    """Save (or replace, under the same name) a valid configuration. Returns (configuration, created)
+    or None with the errors on `form`."""
+    extra = [] if name.strip() else [{"path": "configuration.name", "message": "a configuration needs a name"}]
+    if form.validate(extra) is None:
+        return None
+    spec = {k: v for k, v in form.spec.items() if k != "name"}  # run names are unique; a configuration is reused
+    return SavedConfiguration.objects.update_or_create(
+        name=name.strip(), defaults={"description": description.strip(), "spec": spec, "created_by": user}
+    )
+
+
+def configuration_delete(configuration):
+    configuration.delete()
+
+
+def _fresh_name(root_slug):
+    return f"{root_slug}-{timezone.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"

@@ -1,0 +1,77 @@
+"""Helpers for the launch tests: submit a rendered form the way a browser would, wait for a run."""
+
+import time
+from html.parser import HTMLParser
+
+from runs.models import Run
+
+
+class _FormFields(HTMLParser):
+    """The successful controls of `form#launch-form`: [(name, value)] in document order."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.fields = []
+        self.in_form = False
+        self.select = None
+        self.select_first = None
+        self.textarea = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "form" and a.get("id") == "launch-form":
+            self.in_form = True
+        if not self.in_form or "name" not in a and tag != "option":
+            return
+        if tag == "input":
+            kind = a.get("type", "text")
+            if kind in ("checkbox", "radio"):
+                if "checked" in a:
+                    self.fields.append((a["name"], a.get("value", "on")))
+            elif kind not in ("file", "submit", "button"):
+                self.fields.append((a["name"], a.get("value", "")))
+        elif tag == "select":
+            self.select, self.select_first = a["name"], None
+        elif tag == "option" and self.select:
+            if self.select_first is None:
+                self.select_first = a.get("value", "")
+            if "selected" in a:
+                self.fields.append((self.select, a.get("value", "")))
+                self.select = None
+        elif tag == "textarea":
+            self.textarea = [a["name"], ""]
+
+    def handle_data(self, data):
+        if self.textarea is not None:
+            self.textarea[1] += data
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self.in_form = False
+        elif tag == "select" and self.select:
+            self.fields.append((self.select, self.select_first or ""))
+            self.select = None
+        elif tag == "textarea" and self.textarea is not None:
+            # Browsers drop the newline right after <textarea>.
+            self.fields.append((self.textarea[0], self.textarea[1].removeprefix("\n")))
+            self.textarea = None
+
+
+def form_fields(html):
+    """The launch form's fields as a dict of lists (what `client.post` sends as a multi-dict)."""
+    parser = _FormFields()
+    parser.feed(html if isinstance(html, str) else html.decode())
+    out = {}
+    for name, value in parser.fields:
+        out.setdefault(name, []).append(value)
+    return out
+
+
+def wait_for_end(run, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if not run.is_live:
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"run {run.pk} still {run.status} after {timeout} s")
