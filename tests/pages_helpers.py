@@ -1,0 +1,96 @@
+"""Helpers for the run-page tests: load an authored stream, read a page's rows."""
+
+import re
+from html.parser import HTMLParser
+
+from runs import ingest
+from runs.models import Run
+from tests.conftest import STREAMS
+
+
+def load(name: str, fixture: str = "pages_run.ndjson") -> Run:
+    run = Run.objects.create(name=name)
+    result = ingest.append_lines(run, (STREAMS / fixture).read_bytes().splitlines())
+    assert result.rejected == 0 or fixture == "malformed_tail.ndjson"
+    run.refresh_from_db()
+    return run
+
+
+class _Rows(HTMLParser):
+    """Text of every element carrying `attr`, keyed by the attribute's value (in document order)."""
+
+    def __init__(self, attr):
+        super().__init__()
+        self.attr, self.stack, self.rows = attr, [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for _tag, i in self.stack:  # cells and items read as separate words
+            if i is not None:
+                self.rows[i][1] += " "
+        if self.attr in attrs:
+            self.rows.append([attrs[self.attr], ""])
+            self.stack.append((tag, len(self.rows) - 1))
+        elif self.stack and tag == self.stack[-1][0]:
+            self.stack.append((tag, None))
+
+    def handle_endtag(self, tag):
+        if self.stack and self.stack[-1][0] == tag:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        for _tag, i in self.stack:
+            if i is not None:
+                self.rows[i][1] += data
+
+
+def rows(html: bytes | str, attr: str) -> list[tuple[str, str]]:
+    """[(attribute value, whitespace-collapsed text)] for every element with `attr`."""
+    parser = _Rows(attr)
+    parser.feed(html.decode() if isinstance(html, bytes) else html)
+    return [(key, re.sub(r"\s+", " ", text).strip()) for key, text in parser.rows]
+
+
+def synthetic_stream(n: int) -> list[dict]:
+    """Exactly n records of one run: a Python code agent (surface, roster, memories) and a
+    tool-calling subagent, then turns of calls, refusals, programs and context bands."""
+    caps = {"agents": [{"name": "Root", "slug": "root", "capabilities": [
+        {"id": "memories", "enabled": True, "params": {"scope": "isolated"}}]}, {"name": "Tool", "slug": "tool"}]}
+    apis = [{"module": "files", "path": "gg.files", "description": "Files.",
+             "functions": [{"name": "read_file", "operation": "files.read_file"},
+                           {"name": "write_file", "operation": "files.write_file"}]}]
+    modules = [{"kind": "history", "moduleId": "history-0", "enabled": True, "origin": "created", "writable": True},
+               {"kind": "memories", "moduleId": "memories-0", "enabled": True, "origin": "created", "writable": True,
+                "scope": "isolated"}]
+    out = [
+        {"type": "session_started", "agentId": "root", "capabilitySet": caps},
+        {"type": "agent_spawned", "agentId": "root", "profileId": "root", "modelId": "m", "depth": 0},
+        {"type": "agent_modules", "agentId": "root", "modules": modules},
+        {"type": "agent_surface", "agentId": "root", "executionMode": "responses_as_code", "tools": [], "apis": apis,
+         "programLanguage": "python", "docViewTypes": "return"},
+        {"type": "memory_state", "agentId": "root", "moduleId": "memories-0", "memories": [], "count": 0},
+        {"type": "agent_spawned", "agentId": "t1", "parentAgentId": "root", "profileId": "tool", "modelId": "m", "depth": 1},
+        {"type": "agent_modules", "agentId": "t1", "parentAgentId": "root", "modules": [
+            {**modules[1], "origin": "forked"}]},
+        {"type": "agent_surface", "agentId": "t1", "parentAgentId": "root", "executionMode": "tool_calling",
+         "tools": ["read_file", "finish"]},
+    ]
+    turn = 0
+    while len(out) < n:
+        turn += 1
+        out += [
+            {"type": "turn_started", "agentId": "root"},
+            {"type": "context_breakdown", "agentId": "root", "bySource": [
+                {"source": "system", "tokens": 900}, {"source": "docs_view", "tokens": turn % 50}], "totalTokens": 950},
+            {"type": "api_call", "agentId": "root", "operation": "files.read_file"},
+            {"type": "api_result", "agentId": "root", "operation": "files.read_file", "ok": True},
+            {"type": "api_call", "agentId": "root", "operation": "shell.shell"},
+            {"type": "api_result", "agentId": "root", "operation": "shell.shell", "ok": False, "failure": "unavailable"},
+            {"type": "log", "agentId": "root", "level": "warn",
+             "message": "the program's `gg.shell.shell` call was refused before it ran: not available"},
+            {"type": "code_execution", "agentId": "root", "ok": True, "logs": [f"turn {turn}"]},
+            {"type": "turn_started", "agentId": "t1", "parentAgentId": "root"},
+            {"type": "tool_call", "agentId": "t1", "parentAgentId": "root", "name": "read_file", "args": {}},
+            {"type": "tool_result", "agentId": "t1", "parentAgentId": "root", "name": "read_file", "ok": True},
+        ]
+    return out[:n]

@@ -1,0 +1,223 @@
+"""The run pages on the authored multi-agent fixtures: the numbers and rows each page shows."""
+
+import pytest
+from django.urls import reverse
+
+from runs import ingest
+from runs.models import Run
+from tests.conftest import GG_FIXTURES, STREAMS
+from tests.pages_helpers import load, rows
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run():
+    return load("pages")
+
+
+def get(client, name, *args):
+    response = client.get(reverse(f"runs:{name}", args=args))
+    assert response.status_code == 200, response.content[:500]
+    return response.content.decode()
+
+
+# -- Agents ----------------------------------------------------------------------------------------
+
+def test_roster_is_the_forest_with_successions_and_forks_tagged(viewer_client, run):
+    html = get(viewer_client, "agents", run.pk)
+    roster = rows(html, "data-agent")
+    assert [agent for agent, _ in roster] == ["root", "helper-1", "root.f1", "writer-a", "writer-b", "writer-c", "AUTH-1.0r"]
+    assert 'data-agent="helper-1" data-level="1"' in html
+    assert 'data-agent="root.f1" data-level="1"' in html
+    assert 'data-agent="writer-b" data-level="1"' in html  # chained after writer-a, at its level
+    assert 'data-agent="AUTH-1.0r" data-level="0"' in html  # board agent: top level
+    text = dict(roster)
+    assert "⑂ fork" in text["root.f1"]
+    assert "⇢ exec" in text["writer-b"]
+    assert "⇢ fsm · verify" in text["writer-c"]
+    # profile, model, mode, language, docViewTypes, role, status, turns, calls, error turns, failed calls
+    assert text["root"].split() == ["root", "root", "vendor/big", "responses_as_code", "python", "return+errors",
+                                    "standard", "done", "2", "9", "1", "4"]
+    assert text["AUTH-1.0r"].split() == ["AUTH-1.0r", "reviewer", "vendor/small", "tool_calling", "—", "—",
+                                         "review", "done", "1", "4", "0", "1"]
+
+
+# -- One agent -------------------------------------------------------------------------------------
+
+def test_code_agent_surface_counts_join_at_the_operation(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "root")
+    modules = [m for m, _ in rows(html, "data-module")]
+    assert modules == ["files", "memories", "docs", "views", "delegation", "session"]
+    functions = rows(html, "data-operation")
+    figures = [text for _, text in functions]
+    assert "2× gg.files.read_file files.read_file" in figures
+    assert "0× gg.files.write_file files.write_file" in figures  # offered, 0 calls: a measurement
+    # two spellings of one operation carry the same figure
+    assert "1× gg.memories.read_memory memories.read_memory" in figures
+    assert "1× gg.memories.MemoryHit.read memories.read_memory" in figures
+    assert "0× gg.session.finish session.finish" in figures  # ending calls have figures too
+    assert 'class="zero" data-operation="files.write_file"' in html
+    # what it called without being offered (refused calls), spelled by the rule: the operation id
+    unoffered = html[html.index('id="unoffered-calls"'):html.index('id="not-offered"')]
+    assert ">1×</td><td><code>board.create_issue</code>" in unoffered
+    assert ">2×</td><td><code>shell.shell</code>" in unoffered
+
+
+def test_agent_page_lists_reference_entries_not_offered(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "root")
+    section = html[html.index('id="not-offered"'):]
+    assert "40 operations" in section[:300]
+    assert "gg.files.edit_file" in section and "gg.shell.shell" in section
+    assert "gg.files.read_file" not in section  # offered, so not listed
+    fork = get(viewer_client, "agent", run.pk, "root.f1")
+    assert "gg::files::edit_file" in fork  # the rust arm's spelling
+
+
+def test_tool_agent_surface_in_offered_order_with_endings(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "AUTH-1.0r")
+    tools = rows(html, "data-tool")
+    assert [t for t, _ in tools] == ["read_file", "shell", "wait_for_issue", "approve", "request_changes"]
+    assert [text for _, text in tools] == ["2× read_file", "1× shell", "0× wait_for_issue", "1× approve ending",
+                                           "0× request_changes ending"]
+    assert "io-error" in html[html.index('id="tool-failures"'):][:300]
+    assert 'id="api-failures"' not in html  # tools and APIs are never mixed
+    assert "create_issue" in html[html.index('id="not-offered"'):]
+
+
+def test_agent_page_holdings_failures_programs_and_context(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "root")
+    holdings = dict(rows(html, "data-kind"))
+    assert holdings["memories"] == "memories memories-0 yes created yes isolated"
+    assert holdings["archive"] == "archive — off created yes —"  # disabled kinds are rows too
+    api = html[html.index('id="api-failures"'):][:400]
+    assert "unavailable</code> <b>3×" in api and "not-found</code> <b>1×" in api
+    programs = html[html.index('id="programs"'):]
+    assert programs.count('class="program ok"') == 1 and programs.count('class="program failed"') == 1
+    assert "ApiError: `gg.shell.shell` is not available" in programs
+    # hostile program output is escaped
+    assert "&lt;img src=x onerror=alert(1)&gt;" in programs and "<img src=x" not in html
+    bars = rows(html, "data-turn")
+    assert [turn for turn, _ in bars] == ["1", "2"]
+    assert 'data-band="docs_view"' in html and 'data-band="history"' in html
+
+
+def test_agent_page_for_an_unknown_agent_is_404(viewer_client, run):
+    response = viewer_client.get(reverse("runs:agent", args=[run.pk, "nobody"]))
+    assert response.status_code == 404
+
+
+def test_helper_brief_is_escaped(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "helper-1")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+
+
+# -- Stores ----------------------------------------------------------------------------------------
+
+def test_stores_one_row_per_store_with_holders_lifetime_and_contents(viewer_client, run):
+    html = get(viewer_client, "stores", run.pk)
+    stores = [s for s, _ in rows(html, "data-store")]
+    assert stores == ["history-0", "history-1", "history-2", "history-3", "history-4", "memories-0", "memories-1",
+                      "memories-2", "memories-3", "tasks-0", "tasks-1", "board-0", "skills-0", "archive-0"]
+    text = dict(rows(html, "data-store"))
+    assert "2 holders" in text["memories-0"] and "3 holders" in text["board-0"]
+    assert "root forked" not in text["memories-0"]
+    holders = [h for h, _ in rows(html[html.index('id="store-board-0"'):], "data-holder")][:3]
+    assert holders == ["root", "root.f1", "AUTH-1.0r"]
+    # lifetime: created, then the successions
+    m2 = html[html.index('id="store-memories-2"'):html.index('id="store-memories-3"')]
+    assert [e for e, _ in rows(m2, "data-event")] == ["created", "swapped"]
+    assert "memories-3" in dict(rows(m2, "data-event"))["swapped"]
+    h3 = html[html.index('id="store-history-3"'):html.index('id="store-history-4"')]
+    assert [e for e, _ in rows(h3, "data-event")] == ["created", "carried", "carried"]
+    # contents once, under the store
+    assert "What to write next" in m2 and html.count("What to write next") == 1
+    assert "Port the parser" in text["tasks-1"]
+    assert "csv-tools unread" in text["skills-0"]
+    assert "Login form &lt;em&gt;" in html  # board issue title, escaped
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html  # archive preview, escaped
+
+
+# -- Divergences -----------------------------------------------------------------------------------
+
+def test_divergences_page_and_badge(viewer_client, run):
+    html = get(viewer_client, "divergences", run.pk)
+    found = rows(html, "data-divergence")
+    assert sorted(k for k, _ in found) == ["carried_swapped", "inherited_fell_back", "isolated_reached_several",
+                                           "shared_split"]
+    text = dict(found)
+    assert "scope: inherited → origin: created (memories-1)" in text["inherited_fell_back"]
+    assert "carried memories-2 → holds memories-3" in text["carried_swapped"]
+    assert 'id="divergence-badge"' in html and ">4</span>" in html
+    assert 'id="divergence-badge"' in get(viewer_client, "agents", run.pk)  # the badge rides on every tab
+
+
+def test_a_run_without_rosters_shows_no_divergence(viewer_client):
+    legacy = load("legacy", "legacy.ndjson")
+    mock = Run.objects.create(name="mock")
+    ingest.append_lines(mock, (GG_FIXTURES / "real-mock-session.ndjson").read_bytes().splitlines())
+    html = get(viewer_client, "divergences", mock.pk)
+    assert 'id="no-rosters"' in html and 'id="divergence-badge"' not in html
+    assert 'data-divergence=' not in get(viewer_client, "divergences", legacy.pk)
+
+
+# -- Refusals --------------------------------------------------------------------------------------
+
+def test_refusal_roster_per_agent_per_turn_with_cap_counts(viewer_client, run):
+    html = get(viewer_client, "refusals", run.pk)
+    assert [a for a, _ in rows(html, "data-agent")] == ["root"]
+    entries = rows(html, "data-turn")
+    assert entries == [
+        ("1", "1 gg.board.create_issue unavailable gg.board.create_issue is not available to this agent"),
+        ("2", "2 gg.shell.shell unavailable gg.shell.shell is not available to this agent"),
+        ("2", "2 gg.shell.shell unavailable gg.shell.shell is not available to this agent"),
+        ("2", "2 3 further refused calls not recorded (gg's cap)"),
+    ]
+    start = html.index('id="refusal-totals"')
+    totals = dict(rows(html[start:html.index("</table>", start)], "data-operation"))
+    assert totals == {"shell.shell": "shell.shell 2", "board.create_issue": "board.create_issue 1"}
+    assert '<b id="refused-total">3</b>' in html and '<b id="suppressed-total">3</b>' in html
+
+
+def test_refusals_on_the_foundation_fixture(viewer_client):
+    run = load("multi", "multi_agent.ndjson")
+    html = get(viewer_client, "refusals", run.pk)
+    agent0 = html[html.index('data-agent="agent-0"'):]
+    assert [t for t, _ in rows(agent0, "data-turn")] == ["3", "3", "3"]  # two refused, then the cap row
+    assert "gg.session.approve" in agent0 and "Use `gg.session.finish` instead." in agent0
+    assert "1 further refused call not recorded" in agent0
+
+
+# -- Arms ------------------------------------------------------------------------------------------
+
+def test_arms_side_by_side(viewer_client, run):
+    html = get(viewer_client, "arms", run.pk)
+    arms = [a for a, _ in rows(html, "data-arm")]
+    assert arms == ["java|none", "python|return+errors", "rust|return+parameters+errors", "typescript|return+errors", "|"]
+    figures = dict(rows(html, "data-row"))
+    assert figures["turns"] == "Turns 3 2 1 1 1"
+    assert figures["error_turns"] == "Error turns 0 1 0 0 0"
+    assert figures["calls"] == "Calls 3 9 1 4 4"
+    assert figures["docs_view"] == "docs_view tokens 0 1,050 900 200 0"
+    assert figures["search_results"] == "search_results tokens 0 150 300 80 0"
+    ops = dict(rows(html, "data-operation"))
+    assert ops["files.read_file"] == "files.read_file 0 2 1 2 0"
+    assert ops["read_file"] == "read_file 0 0 0 0 2"
+
+
+# -- Live ------------------------------------------------------------------------------------------
+
+def test_pages_poll_while_the_run_is_live_and_stop_when_it_ends(viewer_client):
+    live = Run.objects.create(name="live")
+    lines = (STREAMS / "pages_run.ndjson").read_bytes().splitlines()
+    ingest.append_lines(live, lines[:-1])  # everything but session_ended
+    for name in ("agents", "stores", "divergences", "refusals", "arms"):
+        assert 'hx-trigger="every 3s"' in get(viewer_client, name, live.pk)
+    ingest.append_lines(live, lines[-1:])
+    for name in ("agents", "stores", "divergences", "refusals", "arms"):
+        assert "hx-trigger" not in get(viewer_client, name, live.pk)
+
+
+def test_pages_need_a_login(client, run):
+    response = client.get(reverse("runs:agents", args=[run.pk]))
+    assert response.status_code == 302 and "/login/" in response["Location"]

@@ -1,0 +1,121 @@
+"""The run report: manage.py report RUN --json and GET /api/runs/<run>/report, one document."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.urls import reverse
+
+from runs.models import IngestToken
+from tests.pages_helpers import load, rows
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run():
+    return load("pages")
+
+
+def api(client, ref, **headers):
+    return client.get(reverse("runs:api_report", args=[ref]), **headers)
+
+
+def command(ref):
+    out = StringIO()
+    call_command("report", str(ref), "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_command_and_api_return_the_same_document(viewer_client, run):
+    response = api(viewer_client, run.pk)
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    assert response.json() == command(run.pk) == command("pages")
+
+
+def test_run_section(viewer_client, run):
+    doc = api(viewer_client, "pages").json()
+    r = doc["run"]
+    assert (r["name"], r["status"], r["live"]) == ("pages", "completed", False)
+    assert r["counts"] == {"records": 120, "rejected": 0, "agents": 7, "turns": 8, "calls": 21, "errorTurns": 1,
+                           "divergences": 4, "refused": 3, "refusalsSuppressed": 3}
+    assert r["errorTurnsByKind"] == {"program_fault": 1}
+    assert r["apiFailures"] == {"not-found": 1, "unavailable": 3} and r["toolFailures"] == {"io-error": 1}
+    # usage = the deltas; the slot_usage rollup (9999) is never added
+    assert r["usage"]["source"] == "deltas"
+    assert r["usage"]["tokens"]["uncachedInput"] == 3200 and r["usage"]["cost"]["comparable"] == pytest.approx(0.033)
+
+
+def test_agents_section(viewer_client, run):
+    agents = {a["agentId"]: a for a in api(viewer_client, run.pk).json()["agents"]}
+    assert list(agents) == ["root", "helper-1", "root.f1", "writer-a", "writer-b", "writer-c", "AUTH-1.0r"]
+    root = agents["root"]
+    assert (root["profileId"], root["executionMode"], root["programLanguage"], root["docViewTypes"], root["turns"]) == (
+        "root", "responses_as_code", "python", "return+errors", 2)
+    assert root["holdings"][1] == {"kind": "memories", "moduleId": "memories-0", "enabled": True, "origin": "created",
+                                   "writable": True, "scope": "isolated"}
+    assert len(root["holdings"]) == 6
+    memories = next(a for a in root["surface"]["apis"] if a["module"] == "memories")
+    assert memories["functions"] == [
+        {"name": "read_memory", "operation": "memories.read_memory", "spelling": "gg.memories.read_memory", "calls": 1},
+        {"name": "write_memory", "operation": "memories.write_memory", "spelling": "gg.memories.write_memory", "calls": 0},
+        {"name": "MemoryHit.read", "operation": "memories.read_memory", "spelling": "gg.memories.MemoryHit.read", "calls": 1},
+    ]
+    assert root["surface"]["tools"] == []
+    assert [(x["turn"], x["operation"], x["spelling"], x["failure"]) for x in root["refusals"]] == [
+        (1, "board.create_issue", "gg.board.create_issue", "unavailable"),
+        (2, "shell.shell", "gg.shell.shell", "unavailable"), (2, "shell.shell", "gg.shell.shell", "unavailable")]
+    assert root["refusalsSuppressed"] == [{"turn": 2, "count": 3}]
+    assert (agents["writer-b"]["predecessor"], agents["writer-b"]["transition"]) == ("writer-a", "exec")
+    assert (agents["writer-c"]["transition"], agents["writer-c"]["fsmState"]) == ("fsm", "verify")
+    assert (agents["root.f1"]["predecessor"], agents["root.f1"]["transition"], agents["root.f1"]["parentAgentId"]) == (
+        "root", "fork", "root")
+    reviewer = agents["AUTH-1.0r"]
+    assert reviewer["surface"]["tools"] == [{"name": "read_file", "calls": 2}, {"name": "shell", "calls": 1},
+                                            {"name": "wait_for_issue", "calls": 0}, {"name": "approve", "calls": 1},
+                                            {"name": "request_changes", "calls": 0}]
+    assert reviewer["surface"]["apis"] == [] and reviewer["refusals"] == []
+
+
+def test_stores_and_divergences_match_the_pages(viewer_client, run):
+    doc = api(viewer_client, run.pk).json()
+    stores = {s["moduleId"]: s for s in doc["stores"]}
+    stores_page = viewer_client.get(reverse("runs:stores", args=[run.pk])).content.decode()
+    assert list(stores) == [s for s, _ in rows(stores_page, "data-store")]
+    m0 = stores["memories-0"]
+    assert [(h["agentId"], h["origin"]) for h in m0["holders"]] == [("root", "created"), ("root.f1", "forked")]
+    assert [(e["event"], e["agentId"]) for e in m0["lifetime"]] == [("created", "root"), ("linked", "root.f1")]
+    assert stores["memories-2"]["contents"]["memories"][0]["name"] == "plan"
+    assert [(e["event"], e["otherModuleId"]) for e in stores["memories-2"]["lifetime"]] == [
+        ("created", None), ("swapped", "memories-3")]
+    page = viewer_client.get(reverse("runs:divergences", args=[run.pk])).content.decode()
+    assert [(d["kind"], d["agentId"]) for d in doc["divergences"]] == [
+        (kind, agent) for (kind, _), (agent, _) in zip(rows(page, "data-divergence"), rows(page, "data-agent"))]
+    assert set(doc["divergences"][0]) == {"kind", "agentId", "moduleKind", "declared", "observed", "cause"}
+
+
+def test_arms_in_the_report(viewer_client, run):
+    arms = {(a["programLanguage"], a["docViewTypes"]): a for a in api(viewer_client, run.pk).json()["arms"]}
+    python = arms[("python", "return+errors")]
+    assert (python["agents"], python["docsViewTokens"], python["searchResultsTokens"]) == (["root"], 1050, 150)
+    assert arms[("java", "none")]["agents"] == ["writer-a", "writer-b", "writer-c"]
+
+
+def test_api_needs_a_login_or_a_token_and_names_a_missing_run(client, viewer, run):
+    assert api(client, run.pk).status_code == 401
+    token = IngestToken.objects.create(user=viewer)
+    assert api(client, run.pk, HTTP_AUTHORIZATION=f"Bearer {token.key}").status_code == 200
+    missing = api(client, "nope", HTTP_AUTHORIZATION=f"Bearer {token.key}")
+    assert missing.status_code == 404 and missing.json() == {"error": "No run 'nope'."}
+
+
+def test_command_names_a_missing_run_and_summarises_without_json(run):
+    with pytest.raises(CommandError, match="No run 'nope'"):
+        call_command("report", "nope")
+    out = StringIO()
+    call_command("report", "pages", stdout=out)
+    text = out.getvalue()
+    assert text.startswith("pages (completed): 7 agents, 8 turns, 21 calls, 1 error turns, 4 divergences, 3 refused")
+    assert "divergence helper-1: scope: inherited -> origin: created (memories-1)" in text
