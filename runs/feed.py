@@ -97,45 +97,49 @@ def plural(n, one, many):
 
 
 class AgentSurfaces:
-    """The run's agents' reported surfaces, loaded once per connection and refreshed only when
-    an `agent_surface` passes or an agent appears that the cache has not seen."""
+    """The run's agents' reported surfaces, read once per connection; one agent is read again
+    when its `agent_surface` passes or when it first appears after the cache was filled."""
 
     def __init__(self, run_pk):
         self.run_pk = run_pk
-        self.agents = {}  # agent_id -> (apis, program_language)
+        self.agents = None  # agent_id -> (apis, program_language); None until the first event
+        self.missing = set()  # agents with no Agent row (host records): not looked up twice
         self.profiles = {}  # profile slug -> display name, from session_started.capabilitySet
         self.spellings = {}  # (agent_id, operation) -> spelling
-        self.stale = True
 
-    def load(self):
-        self.agents = {
-            agent_id: (apis or [], language or "")
-            for agent_id, apis, language in Agent.objects.filter(run_id=self.run_pk).values_list(
-                "agent_id", "apis", "program_language"
-            )
-        }
+    def _rows(self, **filters):
+        return Agent.objects.filter(run_id=self.run_pk, **filters).values_list("agent_id", "apis", "program_language")
+
+    def _load_profiles(self):
         capability_set = Run.objects.filter(pk=self.run_pk).values_list("capability_set", flat=True).first()
-        profiles = (capability_set or {}).get("agents") if isinstance(capability_set, dict) else None
+        profiles = capability_set.get("agents") if isinstance(capability_set, dict) else None
         self.profiles = {
             p.get("slug") or p.get("name"): p.get("name") or p.get("slug")
             for p in profiles or []
             if isinstance(p, dict) and (p.get("slug") or p.get("name"))
         }
-        self.spellings.clear()
-        self.stale = False
+
+    def _load_agent(self, agent_id):
+        self.spellings = {k: v for k, v in self.spellings.items() if k[0] != agent_id}
+        row = self._rows(agent_id=agent_id).first()
+        if row is None:
+            self.missing.add(agent_id)
+        else:
+            self.agents[agent_id] = (row[1] or [], row[2] or "")
 
     def see(self, event):
         """Called for every event before it is rendered."""
-        if event.type in ("agent_surface", "session_started"):
-            self.stale = True
-        elif event.agent_id not in self.agents:
-            self.stale = True
-        if self.stale:
-            self.load()
+        if self.agents is None:
+            self.agents = {agent_id: (apis or [], language or "") for agent_id, apis, language in self._rows()}
+            self._load_profiles()
+        elif event.type == "session_started":
+            self._load_profiles()
+        if event.type == "agent_surface" or (event.agent_id not in self.agents and event.agent_id not in self.missing):
+            self._load_agent(event.agent_id)
 
     @property
     def multi_agent(self):
-        return len(self.agents) > 1
+        return len(self.agents or ()) > 1
 
     def spell(self, agent_id, operation):
         key = (agent_id, operation)

@@ -145,3 +145,24 @@ def test_real_mock_session_renders_its_rows(settings):
     # The fixture's write_file body holds markup: shown as text, never live.
     assert "&lt;!doctype html&gt;" in html
     assert not re.search(r"<(!doctype|html|canvas|body)\b", html, re.I)
+
+
+def test_queries_per_batch_do_not_grow_with_events(django_assert_num_queries):
+    surfaces = [{"agentId": a, "type": "agent_surface", "executionMode": "responses_as_code", "tools": [],
+                 "programLanguage": "python", "apis": [{"module": "files", "path": "gg.files", "description": "d",
+                                                        "functions": [{"name": "read_file", "operation": "files.read_file"}]}]}
+                for a in ("root", "agent-1")]
+
+    def calls(n):
+        return [{"agentId": ("root", "agent-1")[i % 2], "type": "api_call", "operation": "files.read_file",
+                 "timestamp": f"2026-08-03T00:00:00.{i:06d}Z"} for i in range(n)]
+
+    small, large = Run.objects.create(name="q-small"), Run.objects.create(name="q-large")
+    append(small, surfaces + calls(10) + [{"type": "system", "stage": "teardown", "status": "completed"}] * 3)
+    append(large, surfaces + calls(190) + [{"type": "system", "stage": "teardown", "status": "completed"}] * 3)
+    # events, then agents + the run's profiles, then each agent_surface's agent again
+    with django_assert_num_queries(5):
+        rows, _ = FeedRenderer(small.pk).next_batch(0)
+    with django_assert_num_queries(5):
+        rows, _ = FeedRenderer(large.pk).next_batch(0)
+    assert [r.detail for r in rows[:2]] == ["gg.files.read_file"] * 2
