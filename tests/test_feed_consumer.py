@@ -233,7 +233,7 @@ async def test_calls_are_spelled_as_each_agent_wrote_them(cookie):
         ("agent-old", "TOOL", "shell", ""),
     ]
     # A multi-agent run: every row names its agent and links to it.
-    assert f'href="/runs/{run.pk}/feed/?agent=agent-java"' in html
+    assert f'href="/runs/{run.pk}/agents/agent-java/"' in html
     await comm.disconnect()
 
 

@@ -23,7 +23,12 @@
     return !row.dataset.held && (!agent.value || row.dataset.agent === agent.value) &&
       (!kind.value || row.dataset.kind === kind.value);
   }
-  function refilter() { Array.prototype.forEach.call(rows.children, function (r) { r.hidden = !visible(r); }); }
+  function atBottom() { return rows.scrollHeight - rows.scrollTop - rows.clientHeight < 40; }
+  function refilter() {
+    var stay = atBottom();
+    Array.prototype.forEach.call(rows.children, function (r) { r.hidden = !visible(r); });
+    if (stay) rows.scrollTop = rows.scrollHeight;
+  }
 
   feed.addEventListener("htmx:wsOpen", function () { show("live"); });
   feed.addEventListener("htmx:wsClose", function (e) {
@@ -32,9 +37,7 @@
     // The extension retries abnormal closes itself; any other close of a live run is retried here.
     if ([1006, 1011, 1012, 1013].indexOf(e.detail.event.code) < 0) setTimeout(e.detail.socketWrapper.reconnect, 1000);
   });
-  feed.addEventListener("htmx:wsBeforeMessage", function () {
-    stick = rows.scrollHeight - rows.scrollTop - rows.clientHeight < 40;
-  });
+  feed.addEventListener("htmx:wsBeforeMessage", function () { stick = atBottom(); });
   feed.addEventListener("htmx:wsAfterMessage", function () {
     for (; seen < rows.children.length; seen++) {
       var row = rows.children[seen];

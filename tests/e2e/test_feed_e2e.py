@@ -120,6 +120,22 @@ def test_live_feed_in_order_spelled_resumes_after_a_drop_and_escapes(page, conso
     page.select_option("#feed-agent", "")
     page.select_option("#feed-kind", "")
 
+    # Autoscroll: stops while the operator reads further up, resumes once back at the bottom.
+    at_bottom = "() => { const r = document.getElementById('feed-rows'); return r.scrollHeight - r.scrollTop - r.clientHeight < 2; }"
+    assert page.evaluate(at_bottom)
+    page.evaluate("document.getElementById('feed-rows').scrollTop = 0")
+    post(console_server, pk, [log("scrolled 1"), log("scrolled 2")])
+    expected += [(seq + 1, "root", "scrolled 1"), (seq + 2, "root", "scrolled 2")]
+    seq += 2
+    wait_rows(page, len(expected))
+    assert page.evaluate("document.getElementById('feed-rows').scrollTop") == 0
+    page.evaluate("const r = document.getElementById('feed-rows'); r.scrollTop = r.scrollHeight")
+    post(console_server, pk, [log("bottom 1"), log("bottom 2")])
+    expected += [(seq + 1, "root", "bottom 1"), (seq + 2, "root", "bottom 2")]
+    seq += 2
+    wait_rows(page, len(expected))
+    assert page.evaluate(at_bottom)
+
     # Drop the socket: the server goes away, events are stored meanwhile, the feed resumes.
     console_server.stop()
     wait_state(page, "reconnecting")
