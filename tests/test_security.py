@@ -1,0 +1,221 @@
+"""Security: every HTTP route and websocket route refuses anonymous users, every POST needs its
+CSRF token, every rendered POST form carries one, and `check --deploy` passes with the production
+settings the README documents.
+
+The routes are discovered by walking the URL resolver and the websocket routing, so a route added
+later is covered without touching this file; the only exceptions are named here.
+"""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
+
+from gg_console.asgi import application
+from gg_console.routing import websocket_urlpatterns
+from runs.models import IngestToken, Run, SavedConfiguration
+from tests.pages_helpers import load
+
+REPO = Path(__file__).resolve().parent.parent
+LOGIN_PAGES = {"login", "admin:login"}  # the login forms themselves
+TOKEN_API = {"runs:api_events", "runs:api_report"}  # a bearer token or a session; never anonymous
+SAMPLE = {"int": "1", "str": "x", "slug": "x", "path": "x", "uuid": "00000000-0000-0000-0000-000000000000"}
+
+
+def walk(patterns, prefix="", namespace=""):
+    """(route, name, callback) of every URL pattern, nested includes flattened."""
+    for p in patterns:
+        if isinstance(p, URLResolver):
+            ns = f"{namespace}{p.namespace}:" if p.namespace else namespace
+            yield from walk(p.url_patterns, prefix + str(p.pattern), ns)
+        elif isinstance(p, URLPattern):
+            yield prefix + str(p.pattern), f"{namespace}{p.name or ''}", p.callback
+
+
+def concrete(route, values=SAMPLE):
+    """A path that the route matches: converters and regex groups filled with sample values."""
+    path = re.sub(r"(?<!\?P)<(?:(\w+):)?(\w+)>", lambda m: values.get(m[2], values[m[1] or "str"]), route)
+    path = re.sub(r"\(\?P<\w+>([^)]*)\)", lambda m: "x" if m[1] == ".*" else m[1].split("|")[0], path)
+    return "/" + path.replace("^", "").replace("$", "")
+
+
+ROUTES = sorted(set(walk(get_resolver().url_patterns)), key=lambda r: r[0])
+
+
+def test_the_walk_reaches_every_route():
+    for route, name, callback in ROUTES:
+        # (a nested regex loses its "^" in ResolverMatch.route)
+        assert resolve(concrete(route)).route.replace("^", "") == route.replace("^", ""), name
+    names = {name for _, name, _ in ROUTES}
+    assert {"runs:list", "runs:detail", "runs:feed", "runs:new", "surfaces:reference"} <= names
+
+
+def test_only_the_documented_routes_opt_out_of_login():
+    opted_out = {name for _, name, callback in ROUTES if getattr(callback, "login_required", True) is False}
+    assert opted_out == LOGIN_PAGES | TOKEN_API
+
+
+def _refused(response):
+    if response.status_code in (401, 403):
+        return True
+    return response.status_code == 302 and response["Location"].startswith(("/login/", "/admin/login/"))
+
+
+@pytest.mark.django_db
+def test_anonymous_is_refused_everywhere(client):
+    # One test over every route (not one per route): each would create its own users and session.
+    allowed = []
+    for route, name, _ in ROUTES:
+        if name in LOGIN_PAGES | TOKEN_API:
+            continue
+        path = concrete(route)
+        for method in (client.get, client.post):
+            response = method(path)
+            if not _refused(response):
+                allowed.append(f"{method.__name__.upper()} {path} ({name}) -> {response.status_code}")
+    assert allowed == []
+
+
+@pytest.mark.django_db
+def test_token_api_refuses_without_a_valid_token(client, operator):
+    run = Run.objects.create(name="guarded")
+    bad = {"HTTP_AUTHORIZATION": "Bearer not-a-token"}
+    for path in ("/api/runs/guarded/events", f"/api/runs/{run.pk}/events", f"/api/runs/{run.pk}/report"):
+        for headers in ({}, bad):
+            assert client.get(path, **headers).status_code == 401, path
+            assert client.post(path, b'{"type":"log"}\n', content_type="application/x-ndjson",
+                               **headers).status_code in (401, 405), path
+    # A POST to a new name without a token creates nothing, and a session is not a token.
+    assert client.post("/api/runs/new-name/events", b"{}\n", content_type="application/x-ndjson").status_code == 401
+    client.force_login(operator)
+    assert client.post("/api/runs/new-name/events", b"{}\n", content_type="application/x-ndjson").status_code == 401
+    assert not Run.objects.filter(name="new-name").exists()
+    assert run.events.count() == 0
+    # The positive control: the same request with a real token is accepted.
+    token = IngestToken.objects.create(user=operator)
+    ok = Client().post(f"/api/runs/{run.pk}/events", b'{"type":"log"}\n', content_type="application/x-ndjson",
+                       HTTP_AUTHORIZATION=f"Bearer {token.key}")
+    assert ok.status_code == 200 and run.events.count() == 1
+
+
+@pytest.mark.django_db
+def test_every_post_needs_the_csrf_token(operator):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(operator)
+    accepted = []
+    for route, name, _ in ROUTES:
+        if name in TOKEN_API:
+            continue
+        response = client.post(concrete(route), {"name": "x"})
+        if response.status_code != 403:
+            accepted.append(f"POST {route} ({name}) without a CSRF token -> {response.status_code}")
+    assert accepted == []
+
+
+@pytest.mark.django_db
+def test_every_rendered_post_form_carries_the_token(operator_client, operator):
+    run = load("forms")
+    config = SavedConfiguration.objects.create(name="c", spec={}, created_by=operator)
+    values = {**SAMPLE, "pk": str(run.pk), "run": str(run.pk), "agent_id": "root"}
+    forms = {}
+    for route, name, _ in ROUTES:
+        if name.startswith("admin:") or name in TOKEN_API:
+            continue
+        path = concrete(route, {**values, "pk": str(config.pk)} if "configuration" in name else values)
+        response = operator_client.get(path)
+        if response.status_code != 200 or "html" not in response.get("Content-Type", ""):
+            continue
+        html = response.content.decode()
+        for form in re.findall(r"<form\b[^>]*\bmethod=\"?post\"?[^>]*>.*?</form>", html, re.S | re.I):
+            assert 'name="csrfmiddlewaretoken"' in form, f"{name}: a POST form without its CSRF token"
+            forms[re.search(r'action="([^"]*)"', form)[1] if 'action="' in form else path] = name
+        if "hx-post" in html:  # htmx requests carry the token in a header set on <body>
+            assert re.search(r"""hx-headers='\{"X-CSRFToken": "\w+"\}'""", html), f"{name}: hx-post without the token"
+    # Not vacuous: the forms every operator uses were seen.
+    assert {reverse("logout"), reverse("runs:new"), reverse("runs:import")} <= set(forms), forms
+
+
+# ---------------------------------------------------------------------------------------------
+# Websockets
+
+
+@pytest.fixture
+def session_cookie(operator):
+    client = Client()
+    client.force_login(operator)
+    return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+
+
+async def _connects(path, *headers):
+    comm = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://testserver"), *headers])
+    connected, _ = await comm.connect()
+    if connected:
+        await comm.disconnect()
+    return connected
+
+
+def _ws_routes():
+    return [str(p.pattern) for p in websocket_urlpatterns]
+
+
+def test_there_are_websocket_routes_to_check():
+    assert "ws/runs/<int:run>/feed/" in _ws_routes()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("route", _ws_routes())
+async def test_every_websocket_route_refuses_anonymous(route, session_cookie):
+    from channels.db import database_sync_to_async
+
+    run = await database_sync_to_async(Run.objects.create)(name="ws")
+    path = concrete(route, {**SAMPLE, "int": str(run.pk)})
+    assert not await _connects(path)
+    assert not await _connects(path, (b"cookie", b"sessionid=forged"))
+    # The same socket opens for a logged-in operator: the refusal above is the auth, not the path.
+    assert await _connects(path, session_cookie)
+
+
+# ---------------------------------------------------------------------------------------------
+# check --deploy
+
+
+PRODUCTION_ENV = {
+    "GG_CONSOLE_PRODUCTION": "1",
+    "DJANGO_SECRET_KEY": "a-long-random-production-secret-for-the-deploy-check-0123456789abcdef",
+    "DJANGO_ALLOWED_HOSTS": "console.example.com",
+}
+
+
+def _check_deploy(extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GG_CONSOLE_", "DJANGO_"))}
+    env.update(extra, DJANGO_SETTINGS_MODULE="gg_console.settings")
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_check_deploy_passes_with_the_documented_production_settings(tmp_path):
+    done = _check_deploy({**PRODUCTION_ENV, "GG_CONSOLE_VAR": str(tmp_path)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no issues" in done.stdout
+
+
+def test_check_deploy_fails_on_the_development_defaults(tmp_path):
+    done = _check_deploy({"GG_CONSOLE_VAR": str(tmp_path)})  # the check is not vacuous
+    assert done.returncode != 0
+    assert "security.W" in done.stderr + done.stdout
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    done = _check_deploy({"GG_CONSOLE_PRODUCTION": "1", "GG_CONSOLE_VAR": str(tmp_path)})
+    assert done.returncode != 0
+    assert "DJANGO_SECRET_KEY" in done.stderr
