@@ -166,3 +166,10 @@ def test_queries_per_batch_do_not_grow_with_events(django_assert_num_queries):
     with django_assert_num_queries(5):
         rows, _ = FeedRenderer(large.pk).next_batch(0)
     assert [r.detail for r in rows[:2]] == ["gg.files.read_file"] * 2
+
+
+def test_every_gg_type_is_either_a_row_or_a_panel_never_unknown():
+    from runs.feed import PANEL_KINDS, RENDERERS
+    from runs.projections import GG_TYPES
+
+    assert GG_TYPES - set(RENDERERS) - PANEL_KINDS == set()
