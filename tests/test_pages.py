@@ -22,6 +22,16 @@ def get(client, name, *args):
     return response.content.decode()
 
 
+# -- Overview -------------------------------------------------------------------------------------
+
+def test_overview_shows_the_capability_set_and_limits(viewer_client, run):
+    html = get(viewer_client, "detail", run.pk)
+    assert "<code>maxTurns</code> 40" in html[html.index('id="limits"'):]
+    capability_set = html[html.index('id="capability-set"'):]
+    assert "4 profiles" in capability_set[:300]
+    assert "&quot;scope&quot;: &quot;inherited&quot;" in capability_set  # the declared values, as JSON text
+
+
 # -- Agents ----------------------------------------------------------------------------------------
 
 def test_roster_is_the_forest_with_successions_and_forks_tagged(viewer_client, run):
@@ -211,10 +221,10 @@ def test_pages_poll_while_the_run_is_live_and_stop_when_it_ends(viewer_client):
     live = Run.objects.create(name="live")
     lines = (STREAMS / "pages_run.ndjson").read_bytes().splitlines()
     ingest.append_lines(live, lines[:-1])  # everything but session_ended
-    for name in ("agents", "stores", "divergences", "refusals", "arms"):
+    for name in ("detail", "agents", "stores", "divergences", "refusals", "arms"):
         assert 'hx-trigger="every 3s"' in get(viewer_client, name, live.pk)
     ingest.append_lines(live, lines[-1:])
-    for name in ("agents", "stores", "divergences", "refusals", "arms"):
+    for name in ("detail", "agents", "stores", "divergences", "refusals", "arms"):
         assert "hx-trigger" not in get(viewer_client, name, live.pk)
 
 

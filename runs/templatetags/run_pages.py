@@ -1,5 +1,7 @@
 """Tags for the run pages: the divergence badge and the context-bands chart (inline SVG)."""
 
+import json
+
 from django import template
 
 from runs.pages.selectors import divergence_count as _divergence_count
@@ -42,3 +44,9 @@ def context_chart(context):
     return {"bars": bars, "width": width - BAR_GAP if width > 4 else width, "height": CHART_HEIGHT,
             "svg_width": max(len(turns) * (width + BAR_GAP), 1), "peak": peak,
             "legend": [(b, BAND_COLOURS.get(b, "#bbbbbb")) for b in context["bands"]]}
+
+
+@register.filter
+def pretty_json(value):
+    """An object as indented JSON text (escaped by the template like any other text)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
