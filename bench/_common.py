@@ -11,8 +11,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def fresh_django(name):
-    """Set Django up on an empty SQLite database in var/bench/<name>/ (migrated) and return it."""
-    var = REPO / "var" / "bench" / name
+    """Set Django up on an empty SQLite database in var/bench/<name>/ (migrated) and return it.
+    GG_BENCH_VAR moves var/bench/ elsewhere (the load test runs bench/feed in its own tmp dir)."""
+    var = Path(os.environ.get("GG_BENCH_VAR", REPO / "var" / "bench")) / name
     shutil.rmtree(var, ignore_errors=True)
     var.mkdir(parents=True)
     os.environ["GG_CONSOLE_VAR"] = str(var)
