@@ -3,23 +3,92 @@
 The channel layer is a doorbell, not a log: a `run.event` message only says "something was
 stored". The consumer always reads the database after its own cursor, so a dropped or coalesced
 doorbell never loses an event and no event is sent twice.
+
+Connections share the work: a window of rows (run, after, limit) is read and rendered once per
+process (`Windows`), whoever asks, because stored events never change and a row depends only on
+the log before it (`runs.feed.FeedState`).
 """
 
 import asyncio
 import logging
+from collections import OrderedDict
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from runs.doorbell import group_name
-from runs.feed import FeedRenderer, run_state
+from runs.feed import BATCH, read_window, run_state
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 15  # as gg's own live stream: a beat while idle
 ENDED_HTML = '<div id="feed-end" hx-swap-oob="true" data-ended="1">The run has ended; every stored event is shown.</div>'
 HEARTBEAT_HTML = "<!-- heartbeat -->"  # a message with no elements: htmx swaps nothing
+
+
+class _Read:
+    """One database read of a window, which every connection asking meanwhile awaits."""
+
+    def __init__(self):
+        self.started = False  # set by the database thread as its first step
+        self.task = None
+
+
+class Windows:
+    """Process-wide: each window of a run's rows read and rendered once, for every connection.
+
+    A full window (`limit` events) can never change and is kept (LRU). A shorter one is only
+    shared while its read is still queued: a read that has not started yet will see everything
+    committed before the asker's doorbell, one already under way might not.
+    """
+
+    def __init__(self, size=64):
+        self.size = size
+        self.full = OrderedDict()  # (run, after, limit) -> Window
+        self.states = OrderedDict()  # (run, seq) -> FeedState after seq: where the next window starts
+        self.reads = {}  # (run, after, limit) -> _Read not finished yet
+
+    async def get(self, run_pk, after, limit=BATCH):
+        key = (run_pk, after, limit)
+        window = self.full.get(key)
+        if window is not None:
+            self.full.move_to_end(key)
+            return window
+        read = self.reads.get(key)
+        if read is None or read.started:
+            read = self.reads[key] = _Read()
+            read.task = asyncio.ensure_future(self._read(key, read))
+        # Shielded: one asker going away must not cancel the read the others await.
+        return await asyncio.shield(read.task)
+
+    async def _read(self, key, read):
+        run_pk, after, limit = key
+        state = self.states.get((run_pk, after))
+
+        def work():
+            read.started = True
+            return read_window(run_pk, after, limit, state.copy() if state else None)
+
+        try:
+            window, end = await database_sync_to_async(work)()
+        finally:
+            if self.reads.get(key) is read:
+                del self.reads[key]
+        if end is not None:
+            self._keep(self.states, (run_pk, window.cursor), end)
+        if window.full:
+            self._keep(self.full, key, window)
+        return window
+
+    def _keep(self, cache, key, value):
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > self.size:
+            cache.popitem(last=False)
+
+
+WINDOWS = Windows()
 
 
 class FeedConsumer(AsyncWebsocketConsumer):
@@ -35,7 +104,6 @@ class FeedConsumer(AsyncWebsocketConsumer):
             await self.close()
             return
         self.cursor = self._after()
-        self.renderer = FeedRenderer(self.run_pk)
         self.wake = asyncio.Event()
         self.group = group_name(self.run_pk)
         # Join before the first read: a doorbell rung between the read and the join would
@@ -70,10 +138,7 @@ class FeedConsumer(AsyncWebsocketConsumer):
         try:
             while True:
                 self.wake.clear()  # before reading: a doorbell during the read means read again
-                # The status is read before the events, so an ended run is closed only once
-                # everything stored before it ended has been sent.
-                _, live = await database_sync_to_async(run_state)(self.run_pk)
-                sent = await self._drain()
+                sent, live = await self._drain()
                 if not live:
                     await self.send(text_data=ENDED_HTML)
                     await self.close(code=1000)
@@ -94,18 +159,16 @@ class FeedConsumer(AsyncWebsocketConsumer):
             await self.close(code=1011)  # the browser reconnects from its last rendered seq
 
     async def _drain(self):
-        """Send everything stored after the cursor, one bounded batch per message; True if any."""
+        """Send everything stored after the cursor, one bounded batch per message:
+        (anything sent?, run still live?). The last window read is never a kept one, so its
+        status was read before its events: an ended run is closed only once everything stored
+        before it ended has been sent."""
         sent = False
         while True:
-            html, cursor = await database_sync_to_async(self._next_message)(self.cursor)
-            if cursor == self.cursor:
-                return sent
-            self.cursor = cursor
-            await self.send(text_data=html)
-            sent = True
-
-    def _next_message(self, after):
-        rows, cursor = self.renderer.next_batch(after)
-        if cursor == after:
-            return "", after
-        return self.renderer.render(rows, cursor), cursor
+            window = await WINDOWS.get(self.run_pk, self.cursor)
+            if window.cursor != self.cursor:
+                self.cursor = window.cursor
+                await self.send(text_data=window.html)
+                sent = True
+            if not window.full:
+                return sent, window.live

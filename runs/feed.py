@@ -2,19 +2,26 @@
 
 Rows follow spec/stream.md §7.2 and spec/console.md §1.4: one function per event family, each
 returning a `Row` (or None: that event drives panels, not the feed). Calls are spelled the way
-the agent wrote them (§7.3) through `surfaces.arms.spelling_for`, resolved once per agent and
-operation from a per-connection cache of the run's agents' reported surfaces.
+the agent wrote them (§7.3) through `surfaces.arms.spelling_for`, from the surface that agent had
+reported by then.
+
+A row depends only on its event and on a `FeedState`: a fold of the log up to the event before
+it. So a window of rows is the same whoever reads it, from whichever cursor, whenever — which is
+what lets the feed read and render each window once per process (`runs.consumers.Windows`).
 
 Everything here is plain data: the template (`runs/_feed_rows.html`) escapes it.
 """
 
 import json
+from collections import namedtuple
 from dataclasses import dataclass
 
 from django.db.models import Max
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from runs.models import Agent, Event, Run
+from runs.projections import _text
 from surfaces.arms import spelling_for
 
 BATCH = 200  # events read and sent per socket message
@@ -59,6 +66,7 @@ class Row:
     args: str = ""
     failure: str = ""
     output: str = ""  # program output (console.* lines), shown collapsed
+    href: str = ""  # the agent chip's link; empty while the run has one agent
 
     @property
     def time(self):
@@ -66,10 +74,10 @@ class Row:
         return self.timestamp[11:19] if len(self.timestamp) >= 19 and self.timestamp[10] == "T" else self.timestamp
 
 
-def record_of(event):
-    """The gg record inside a stored event: the line itself, or a host carry's `event`."""
+def record_of(raw):
+    """The gg record inside a stored event's line: the line itself, or a host carry's `event`."""
     try:
-        record = json.loads(event.raw)
+        record = json.loads(raw)
     except ValueError:
         return {}
     if not isinstance(record, dict):
@@ -94,62 +102,6 @@ def tokens(n):
 
 def plural(n, one, many):
     return f"{n} {one if n == 1 else many}"
-
-
-class AgentSurfaces:
-    """The run's agents' reported surfaces, read once per connection; one agent is read again
-    when its `agent_surface` passes or when it first appears after the cache was filled."""
-
-    def __init__(self, run_pk):
-        self.run_pk = run_pk
-        self.agents = None  # agent_id -> (apis, program_language); None until the first event
-        self.missing = set()  # agents with no Agent row (host records): not looked up twice
-        self.profiles = {}  # profile slug -> display name, from session_started.capabilitySet
-        self.spellings = {}  # (agent_id, operation) -> spelling
-
-    def _rows(self, **filters):
-        return Agent.objects.filter(run_id=self.run_pk, **filters).values_list("agent_id", "apis", "program_language")
-
-    def _load_profiles(self):
-        capability_set = Run.objects.filter(pk=self.run_pk).values_list("capability_set", flat=True).first()
-        profiles = capability_set.get("agents") if isinstance(capability_set, dict) else None
-        self.profiles = {
-            p.get("slug") or p.get("name"): p.get("name") or p.get("slug")
-            for p in profiles or []
-            if isinstance(p, dict) and (p.get("slug") or p.get("name"))
-        }
-
-    def _load_agent(self, agent_id):
-        self.spellings = {k: v for k, v in self.spellings.items() if k[0] != agent_id}
-        row = self._rows(agent_id=agent_id).first()
-        if row is None:
-            self.missing.add(agent_id)
-        else:
-            self.agents[agent_id] = (row[1] or [], row[2] or "")
-
-    def see(self, event):
-        """Called for every event before it is rendered."""
-        if self.agents is None:
-            self.agents = {agent_id: (apis or [], language or "") for agent_id, apis, language in self._rows()}
-            self._load_profiles()
-        elif event.type == "session_started":
-            self._load_profiles()
-        if event.type == "agent_surface" or (event.agent_id not in self.agents and event.agent_id not in self.missing):
-            self._load_agent(event.agent_id)
-
-    @property
-    def multi_agent(self):
-        return len(self.agents or ()) > 1
-
-    def spell(self, agent_id, operation):
-        key = (agent_id, operation)
-        if key not in self.spellings:
-            apis, language = self.agents.get(agent_id, ([], ""))
-            self.spellings[key] = spelling_for(apis, language, operation)
-        return self.spellings[key]
-
-    def profile(self, slug):
-        return self.profiles.get(slug, slug)
 
 
 # --- one function per event family: (renderer, event, record) -> Row | None -----------------
@@ -186,7 +138,7 @@ def _tool(ctx, ev, rec):
 def _api(ctx, ev, rec):
     operation = rec.get("operation")  # not ev.operation: a legacy pair never joins a surface
     if isinstance(operation, str) and operation:
-        spelled = ctx.surfaces.spell(ev.agent_id, operation)
+        spelled = ctx.spell(ev.agent_id, operation)
     else:
         spelled = _legacy_spelling(rec)
     if ev.type == "api_call":
@@ -245,7 +197,7 @@ DISPOSITION_WORDS = (("carried", "carried"), ("copied", "copied"), ("linked", "l
 def _transition(ctx, ev, rec):
     kind = rec.get("kind")
     to = rec.get("toAgentId") or "?"
-    profile = ctx.surfaces.profile(rec.get("profileId") or rec.get("agent") or "?")
+    profile = ctx.profile(rec.get("profileId") or rec.get("agent") or "?")
     state = rec.get("state")
     if kind == "fork":
         label, detail = "fork", f"Forked a copy of this agent as {to}."
@@ -270,7 +222,7 @@ def _fsm_state(ctx, ev, rec):
     if rec.get("from"):
         detail += f" from `{rec['from']}`"
     profile = rec.get("profileId") or rec.get("agent")  # `agent`: the mid-era shape
-    detail += f", running {ctx.surfaces.profile(profile)}." if profile else "."
+    detail += f", running {ctx.profile(profile)}." if profile else "."
     machine = rec.get("fsmId") or rec.get("fsm") or rec.get("machine")
     return ctx.row(ev, "handoff", "state", detail, "handoff", args=f"machine {machine}" if machine else "")
 
@@ -321,31 +273,126 @@ RENDERERS = {
 BRACKET_TYPES = ("api_call", "api_result", "turn_started", "code_execution", "turn_outcome",
                  "session_ended", "agent_transition")
 
+# The Event columns a row reads, fetched as tuples (no model instances).
+Ev = namedtuple("Ev", "seq type agent_id timestamp raw tool_name ok failure")
+
+
+def _surface(rec):
+    """(apis, language) from an agent_surface record, as the projection stores them."""
+    apis = rec.get("apis")
+    return (apis if isinstance(apis, list) else [], _text(rec.get("programLanguage"), 32))
+
+
+def _profiles(capability_set):
+    profiles = capability_set.get("agents") if isinstance(capability_set, dict) else None
+    return {
+        p.get("slug") or p.get("name"): p.get("name") or p.get("slug")
+        for p in profiles or []
+        if isinstance(p, dict) and (p.get("slug") or p.get("name"))
+    }
+
+
+class FeedState:
+    """What rows show besides their own event, as of seq `seq` (everything up to it folded in)."""
+
+    def __init__(self, run_pk, seq=0, open_calls=(), surfaces=None, profiles=None, multi_from=None):
+        self.run_pk = run_pk
+        self.seq = seq
+        self.open_calls = set(open_calls)  # agents inside an api_call bracket
+        self.surfaces = dict(surfaces or {})  # agent_id -> (apis, language), the latest reported
+        self.profiles = dict(profiles or {})  # profile slug -> display name (capabilitySet.agents)
+        # The seq from which the run has more than one agent (the second Agent row's first_seq):
+        # rows from there on name their agent. Once known it never changes.
+        self.multi_from = multi_from
+        self.spellings = {}  # (agent_id, operation) -> spelling, for the current surfaces
+        self.hrefs = {}  # agent_id -> its page
+
+    @classmethod
+    def at(cls, run_pk, seq):
+        """The state after seq `seq`, read from the database (resuming mid-run)."""
+        capability_set = Run.objects.filter(pk=run_pk).values_list("capability_set", flat=True).first()
+        if not seq:
+            return cls(run_pk, 0, profiles=_profiles(capability_set))
+        upto = Event.objects.filter(run_id=run_pk, seq__lte=seq).order_by()
+        # Each agent's last bracket event and last agent_surface at or before `seq`.
+        last_bracket = upto.filter(type__in=BRACKET_TYPES).values("agent_id").annotate(last=Max("seq")).values("last")
+        last_surface = upto.filter(type="agent_surface").values("agent_id").annotate(last=Max("seq")).values("last")
+        open_calls = Event.objects.filter(run_id=run_pk, seq__in=last_bracket, type="api_call").values_list("agent_id", flat=True)
+        surfaces = {
+            agent_id: _surface(record_of(raw))
+            for agent_id, raw in Event.objects.filter(run_id=run_pk, seq__in=last_surface).values_list("agent_id", "raw")
+        }
+        return cls(run_pk, seq, open_calls, surfaces, _profiles(capability_set))
+
+    def copy(self):
+        twin = FeedState(self.run_pk, self.seq, self.open_calls, self.surfaces, self.profiles, self.multi_from)
+        twin.spellings = dict(self.spellings)
+        twin.hrefs = dict(self.hrefs)
+        return twin
+
+    def know_agents(self, last_seq):
+        """Before rendering up to `last_seq`: learn whether a second agent has appeared yet."""
+        if self.multi_from is None:
+            second = Agent.objects.filter(run_id=self.run_pk).order_by("first_seq").values_list("first_seq", flat=True)[1:2]
+            second = list(second)
+            if second and second[0] <= last_seq:
+                self.multi_from = second[0]
+
+    def before(self, ev, rec):
+        """Fold what a row reads from its own event (a surface reported now spells calls now)."""
+        if ev.type == "agent_surface":
+            self.surfaces[ev.agent_id] = _surface(rec)
+            self.spellings = {k: v for k, v in self.spellings.items() if k[0] != ev.agent_id}
+        elif ev.type == "session_started" and isinstance(rec.get("capabilitySet"), dict):
+            self.profiles = _profiles(rec["capabilitySet"])
+
+    def after(self, ev):
+        if ev.type == "api_call":
+            self.open_calls.add(ev.agent_id)
+        elif ev.type in BRACKET_TYPES:
+            self.open_calls.discard(ev.agent_id)
+        self.seq = ev.seq
+
+    def spell(self, agent_id, operation):
+        key = (agent_id, operation)
+        if key not in self.spellings:
+            apis, language = self.surfaces.get(agent_id, ([], ""))
+            self.spellings[key] = spelling_for(apis, language, operation)
+        return self.spellings[key]
+
+    def profile(self, slug):
+        return self.profiles.get(slug, slug)
+
+    def href(self, seq, agent_id):
+        """The agent chip's link, on rows of a run that has more than one agent by then."""
+        if self.multi_from is None or seq < self.multi_from:
+            return ""
+        if agent_id not in self.hrefs:
+            self.hrefs[agent_id] = reverse("runs:agent", args=(self.run_pk, agent_id))
+        return self.hrefs[agent_id]
+
 
 class FeedRenderer:
-    """Per-connection: renders stored events into rows, keeping the agents' surfaces cached."""
+    """Renders stored events into rows, carrying a `FeedState` from one batch to the next."""
 
-    def __init__(self, run_pk):
+    def __init__(self, run_pk, state=None):
         self.run_pk = run_pk
-        self.surfaces = AgentSurfaces(run_pk)
-        self.open_calls = None  # agents inside an api_call bracket; read on the first batch
+        self.state = state
 
-    def _open_calls_at(self, seq):
-        """Agents whose last bracket event at or before `seq` is an api_call (resuming mid-run)."""
-        if not seq:
-            return set()
-        last = (
-            Event.objects.filter(run_id=self.run_pk, seq__lte=seq, type__in=BRACKET_TYPES)
-            .order_by().values("agent_id").annotate(last=Max("seq")).values_list("last", flat=True)
-        )
-        return set(
-            Event.objects.filter(run_id=self.run_pk, seq__in=list(last), type="api_call")
-            .values_list("agent_id", flat=True)
-        )
+    @property
+    def open_calls(self):
+        return self.state.open_calls
+
+    def spell(self, agent_id, operation):
+        return self.state.spell(agent_id, operation)
+
+    def profile(self, slug):
+        return self.state.profile(slug)
 
     def row(self, ev, kind, label, detail, tone, **extra):
-        return Row(seq=ev.seq, agent=ev.agent_id or "root", kind=kind, label=label, detail=detail,
-                   tone=tone, timestamp=ev.timestamp, **extra)
+        agent = ev.agent_id or "root"
+        return Row(seq=ev.seq, agent=agent, kind=kind, label=label, detail=detail, tone=tone,
+                   timestamp=ev.timestamp, href=self.state.href(ev.seq, agent), **extra)
 
     def result_row(self, ev, kind, detail, rec):
         ok = rec.get("ok", ev.ok)
@@ -355,38 +402,31 @@ class FeedRenderer:
         return self.row(ev, kind, "result", detail, "ok")
 
     def rows(self, events):
+        self.state.know_agents(events[-1].seq)
         out = []
         for ev in events:
-            self.surfaces.see(ev)
+            rec = record_of(ev.raw)
+            self.state.before(ev, rec)
             if ev.type not in PANEL_KINDS and (ev.type in RENDERERS or not ev.type.startswith("host:")):
-                row = RENDERERS.get(ev.type, _unknown)(self, ev, record_of(ev))
+                row = RENDERERS.get(ev.type, _unknown)(self, ev, rec)
                 if row is not None:
                     out.append(row)
-            if ev.type == "api_call":
-                self.open_calls.add(ev.agent_id)
-            elif ev.type in BRACKET_TYPES:
-                self.open_calls.discard(ev.agent_id)
+            self.state.after(ev)
         return out
 
     def next_batch(self, after, limit=BATCH):
         """Rows for the next `limit` stored events after seq `after`, and the seq read up to
         (== `after` when nothing new is stored)."""
-        events = list(
-            Event.objects.filter(run_id=self.run_pk, seq__gt=after)
-            .order_by("seq")
-            .only("seq", "type", "agent_id", "timestamp", "raw", "operation", "tool_name", "ok", "failure")[:limit]
-        )
+        events = [Ev._make(e) for e in Event.objects.filter(run_id=self.run_pk, seq__gt=after)
+                  .order_by("seq").values_list(*Ev._fields)[:limit]]
         if not events:
             return [], after
-        if self.open_calls is None:
-            self.open_calls = self._open_calls_at(after)
+        if self.state is None or self.state.seq != after:
+            self.state = FeedState.at(self.run_pk, after)
         return self.rows(events), events[-1].seq
 
     def render(self, rows, cursor):
-        return render_to_string(
-            "runs/_feed_rows.html",
-            {"rows": rows, "cursor": cursor, "run_pk": self.run_pk, "multi_agent": self.surfaces.multi_agent},
-        )
+        return render_to_string("runs/_feed_rows.html", {"rows": rows, "cursor": cursor})
 
 
 def run_state(run_pk):
@@ -395,3 +435,24 @@ def run_state(run_pk):
     if status is None:
         return False, False
     return True, status in (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+@dataclass
+class Window:
+    """One socket message's worth: the rows after seq `after`, rendered."""
+
+    html: str
+    cursor: int  # the last seq read (== after when nothing new was stored)
+    full: bool  # `limit` events were read: there may be more right after
+    live: bool  # the run's status, read before the events
+
+
+def read_window(run_pk, after, limit=BATCH, state=None):
+    """(Window, the state after it) — the run's status first, so an ended run's last window
+    holds every event stored before it ended."""
+    _, live = run_state(run_pk)
+    renderer = FeedRenderer(run_pk, state)
+    rows, cursor = renderer.next_batch(after, limit)
+    if cursor == after:
+        return Window("", after, False, live), state
+    return Window(renderer.render(rows, cursor), cursor, cursor - after == limit, live), renderer.state
