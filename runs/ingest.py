@@ -34,6 +34,7 @@ from runs.projections import Projector, event_columns
 MAX_LINE_BYTES = 1024 * 1024
 CHUNK_LINES = 2000
 _READ_BLOCK = 1 << 16
+_DIGESTS_PER_QUERY = 10_000  # one query per chunk (SQLite allows 32,766 parameters since 3.32)
 
 __all__ = [
     "AppendResult",
@@ -282,9 +283,9 @@ class _Import:
             for d in unknown:
                 self.baseline[d] = 0
             unknown = list(unknown)
-            for i in range(0, len(unknown), 500):
+            for i in range(0, len(unknown), _DIGESTS_PER_QUERY):
                 counts = (
-                    Event.objects.filter(run=run, digest__in=unknown[i : i + 500])
+                    Event.objects.filter(run=run, digest__in=unknown[i : i + _DIGESTS_PER_QUERY])
                     .values("digest")
                     .annotate(n=Count("id"))
                     .values_list("digest", "n")
@@ -374,14 +375,21 @@ def append(run: Run, records, *, dedupe: bool = True, chunk_lines: int = CHUNK_L
 
 
 def append_lines(
-    run: Run, lines, *, first_line_number: int = 1, dedupe: bool = True, chunk_lines: int = CHUNK_LINES
+    run: Run,
+    lines,
+    *,
+    first_line_number: int = 1,
+    dedupe: bool = True,
+    chunk_lines: int = CHUNK_LINES,
+    ignore_final_empty: bool = True,
 ) -> AppendResult:
     """Store NDJSON lines (bytes or str, with or without their terminator), each exactly as received
     minus the terminator (``\\n`` or ``\\r\\n``). See the module docstring for what is rejected.
 
-    Line numbers count from `first_line_number`. A blank line in the middle counts as a line and is
-    rejected ("blank line"); only an empty final item (what ``text.split("\\n")`` leaves after a
-    final terminator) is not a line."""
+    Line numbers count from `first_line_number`. A blank line counts as a line and is rejected
+    ("blank line"); only an empty final item — what ``text.split("\\n")`` leaves after a final
+    terminator — is not a line (``ignore_final_empty=False`` counts it too, for callers whose
+    items are exactly the lines, as `iter_lines` yields them)."""
     imp = _Import(run, dedupe)
 
     def entries():
@@ -395,7 +403,9 @@ def append_lines(
             held = line
         # An empty last item is what splitting "a\nb\n" on "\n" leaves after the final
         # terminator: not a line. (A whitespace-only last line is a line, and is rejected.)
-        if held is not _NOTHING and not (isinstance(held, (str, bytes, bytearray)) and len(held) == 0):
+        if held is not _NOTHING and not (
+            ignore_final_empty and isinstance(held, (str, bytes, bytearray)) and len(held) == 0
+        ):
             raw, obj, rej = _parse_line(held, first=(n == 1))
             yield (n, raw, obj, rej)
 
@@ -406,5 +416,6 @@ _NOTHING = object()
 
 
 def append_stream(run: Run, stream, **kwargs) -> AppendResult:
-    """Store the lines of a binary file-like object (a file, an upload, a request body)."""
-    return append_lines(run, iter_lines(stream), **kwargs)
+    """Store the lines of a binary file-like object (a file, an upload, a request body): a final
+    terminator ends the last line; ``a\\n\\n`` is two lines, the second blank (and rejected)."""
+    return append_lines(run, iter_lines(stream), ignore_final_empty=False, **kwargs)

@@ -1,0 +1,75 @@
+"""Helpers for tests that need stored runs: import a fixture stream, dump every projection row.
+
+    from tests.streams import import_stream, projection_dump, REAL_MOCK, STREAM_FIXTURES
+"""
+
+from pathlib import Path
+
+from runs import ingest
+from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
+from runs.projections import RUN_PROJECTION_FIELDS
+
+TESTS = Path(__file__).resolve().parent
+STREAMS = TESTS / "fixtures" / "streams"
+REAL_MOCK = TESTS.parent.parent / "shared" / "fixtures" / "gg" / "real-mock-session.ndjson"
+
+# Every stream fixture the projection tests fold (authored ones and the real recorded one).
+STREAM_FIXTURES = {
+    "real-mock-session": REAL_MOCK,
+    "multi_agent": STREAMS / "multi_agent.ndjson",
+    "legacy": STREAMS / "legacy.ndjson",
+    "malformed_tail": STREAMS / "malformed_tail.ndjson",
+    "host_wrapped": STREAMS / "host_wrapped.ndjson",
+}
+
+
+def import_stream(path, name=None, **kwargs):
+    """A new run holding the stream at `path`; returns (run, AppendResult)."""
+    path = Path(path)
+    run = Run.objects.create(name=name or path.stem)
+    with path.open("rb") as fh:
+        result = ingest.append_stream(run, fh, **kwargs)
+    run.refresh_from_db()
+    return run, result
+
+
+def _row(obj, exclude=()):
+    out = {}
+    for f in obj._meta.concrete_fields:
+        if f.primary_key or f.name in exclude:
+            continue
+        out[f.name] = getattr(obj, f.attname)
+    return out
+
+
+def projection_dump(run: Run) -> dict:
+    """Every projection row of `run` in a canonical, pk-free form (foreign keys as gg ids)."""
+    run = Run.objects.get(pk=run.pk)
+    agents = {}
+    ids = dict(Agent.objects.filter(run=run).values_list("pk", "agent_id"))
+    for a in Agent.objects.filter(run=run):
+        row = _row(a, exclude=("run", "parent", "predecessor"))
+        row["parent"] = ids.get(a.parent_id)
+        row["predecessor"] = ids.get(a.predecessor_id)
+        agents[a.agent_id] = row
+    store_ids = dict(ModuleStore.objects.filter(run=run).values_list("pk", "module_id"))
+    stores = {s.module_id: _row(s, exclude=("run",)) for s in ModuleStore.objects.filter(run=run)}
+    holdings = sorted(
+        (ids[h.agent_id], h.position, h.kind, h.module_id, store_ids.get(h.store_id), h.enabled, h.origin,
+         h.writable, h.scope, h.ownership)
+        for h in Holding.objects.filter(agent__run=run)
+    )  # fmt: skip
+    events = list(
+        Event.objects.filter(run=run)
+        .order_by("seq")
+        .values_list("seq", "type", "agent_id", "timestamp", "digest", "operation", "tool_name", "ok", "failure", "turn")
+    )
+    rejected = list(RejectedLine.objects.filter(run=run).order_by("line_number").values_list("line_number", "reason", "raw"))
+    return {
+        "run": {f: getattr(run, f) for f in RUN_PROJECTION_FIELDS + ["last_seq", "rejected_count"]},
+        "agents": agents,
+        "stores": stores,
+        "holdings": holdings,
+        "events": events,
+        "rejected": rejected,
+    }
