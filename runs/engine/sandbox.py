@@ -26,7 +26,7 @@ import wasmtime
 from wasmtime import Config, Engine, Store, WasiConfig
 from wasmtime.component import Component, FuncType, Linker
 
-from runs.engine.wit_values import lift, lower
+from runs.engine.wit_values import add_host_func, lift
 
 REPO = Path(__file__).resolve().parents[2]
 WIT_PATH = REPO / "wit" / "gg-sandbox.wit"
@@ -172,30 +172,24 @@ class Sandbox:
                 with root.add_instance(name) as instance:
                     for fn, ty in functions.items():
                         if interface == "feedback":
-                            instance.add_func(fn, self._feedback_func(fn, ty))
+                            host = self._feedback_func(fn.replace("-", "_"))
                         else:
                             op_id = f"{interface}.{fn.replace('-', '_')}"
                             self.operations.append(op_id)
-                            instance.add_func(fn, self._operation_func(op_id, ty))
+                            host = self._operation_func(op_id, [p.replace("-", "_") for p, _ in ty.params])
+                        add_host_func(instance, fn, ty.params, ty.result, host)
 
     @staticmethod
-    def _operation_func(op_id, ty):
-        params = [(name.replace("-", "_"), pty) for name, pty in ty.params]
-        result = ty.result
-
-        def host(_store, *args):
-            membrane = _ACTIVE.membrane
-            kwargs = {name: lift(pty, arg) for (name, pty), arg in zip(params, args)}
-            return lower(result, membrane.call(op_id, kwargs))
+    def _operation_func(op_id, names):
+        def host(*args):
+            return _ACTIVE.membrane.call(op_id, dict(zip(names, args)))
 
         return host
 
     @staticmethod
-    def _feedback_func(fn, ty):
-        params = [pty for _, pty in ty.params]
-
-        def host(_store, *args):
-            _ACTIVE.membrane.feedback(fn.replace("-", "_"), *[lift(p, a) for p, a in zip(params, args)])
+    def _feedback_func(fn):
+        def host(*args):
+            _ACTIVE.membrane.feedback(fn, *args)
 
         return host
 
