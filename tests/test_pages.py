@@ -43,7 +43,7 @@ def test_roster_is_the_forest_with_successions_and_forks_tagged(viewer_client, r
     assert 'data-agent="writer-b" data-level="1"' in html  # chained after writer-a, at its level
     assert 'data-agent="AUTH-1.0r" data-level="0"' in html  # board agent: top level
     text = dict(roster)
-    assert "⑂ fork" in text["root.f1"]
+    assert "↳ fork" in text["root.f1"]
     assert "⇢ exec" in text["writer-b"]
     assert "⇢ fsm · verify" in text["writer-c"]
     # profile, model, mode, language, docViewTypes, role, status, turns, calls, error turns, failed calls

@@ -1,0 +1,85 @@
+"""The run pages in Debian's Chromium: a screenshot of each page of the demo run (under
+var/screenshots/), what each shows, and a live run's page following appended events by itself."""
+
+import pytest
+
+from tests.conftest import REPO, STREAMS
+
+pytestmark = pytest.mark.e2e
+
+SHOTS = REPO / "var" / "screenshots"
+
+
+def run_pk(server, name):
+    out = server.manage("shell", "-c", f"from runs.models import Run; print(Run.objects.get(name={name!r}).pk)")
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def demo(console_server):
+    console_server.manage("ingest", STREAMS / "multi_agent.ndjson", "--run", "demo")
+    console_server.manage("ingest", STREAMS / "pages_run.ndjson", "--run", "pages-demo")
+    return {"demo": run_pk(console_server, "demo"), "pages": run_pk(console_server, "pages-demo")}
+
+
+def shoot(page, url, name):
+    page.goto(url)
+    page.wait_for_load_state("networkidle")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"pages-{name}.png"), full_page=True)
+    assert page.errors == [], page.errors
+
+
+PAGES = [
+    ("overview", "", "#capability-set"),
+    ("agents", "agents/", "#agent-roster"),
+    ("agent-root", "agents/root/", "#surface .module-card"),
+    ("agent-reviewer", "agents/agent-5/", "#tool-surface"),
+    ("stores", "stores/", "article.store"),
+    ("divergences", "divergences/", "#divergence-list"),
+    ("refusals", "refusals/", ".refusal-agent"),
+    ("arms", "arms/", "#arms"),
+]
+
+
+@pytest.mark.parametrize("name,path,selector", PAGES, ids=[p[0] for p in PAGES])
+def test_each_page_of_the_demo_run(page, console_server, demo, name, path, selector):
+    shoot(page, f"{console_server.url}/runs/{demo['demo']}/{path}", f"demo-{name}")
+    assert page.locator(selector).first.is_visible()
+    assert page.locator("nav.tabs a[aria-current=page]").count() == 1
+    assert page.locator("#divergence-badge").inner_text() == "1"  # agent-0's inheritance fell back
+
+
+def test_the_rich_fixture_pages_read_as_measured(page, console_server, demo):
+    base = f"{console_server.url}/runs/{demo['pages']}"
+    shoot(page, f"{base}/agents/root/", "pages-agent-root")
+    row = page.locator('#surface tr[data-operation="files.write_file"]')
+    assert row.inner_text().split() == ["0×", "gg.files.write_file", "files.write_file"]
+    assert page.locator('#surface tr[data-operation="memories.read_memory"] td.count').all_inner_texts() == ["1×", "1×"]
+    assert page.locator("#context svg g.bar").count() == 2
+    shoot(page, f"{base}/stores/", "pages-stores")
+    assert page.locator("article.store").count() == 14
+    shoot(page, f"{base}/divergences/", "pages-divergences")
+    assert page.locator("#divergence-list tr[data-divergence]").count() == 4
+    shoot(page, f"{base}/refusals/", "pages-refusals")
+    assert page.locator("#refused-total").inner_text() == "3"
+    shoot(page, f"{base}/arms/", "pages-arms")
+    shoot(page, f"{base}/agents/", "pages-agents")
+
+
+def test_a_live_run_page_follows_new_events(page, console_server, tmp_path):
+    lines = (STREAMS / "pages_run.ndjson").read_bytes().splitlines(keepends=True)
+    head = tmp_path / "head.ndjson"
+    head.write_bytes(b"".join(lines[:50]))  # root and helper-1 so far; no session_ended
+    console_server.manage("ingest", head, "--run", "live-pages")
+    pk = run_pk(console_server, "live-pages")
+    page.goto(f"{console_server.url}/runs/{pk}/agents/")
+    assert page.locator("#agent-roster tr[data-agent]").count() == 2
+    assert page.locator("#run-status").inner_text() == "running"
+    console_server.manage("ingest", STREAMS / "pages_run.ndjson", "--run", "live-pages")  # the rest arrives
+    page.wait_for_function("() => document.querySelectorAll('#agent-roster tr[data-agent]').length === 7",
+                           timeout=15_000)
+    page.wait_for_function("() => document.querySelector('#run-status').textContent.trim() === 'completed'",
+                           timeout=15_000)
+    assert page.locator("#run-page[hx-trigger]").count() == 0  # the ended run stops polling
+    assert page.errors == []
