@@ -518,7 +518,7 @@ def run_refusals(run: Run, agents: list[Agent]) -> dict:
         roster.append({"agent": agent, "turns": [{"turn": t, **turns[t]} for t in sorted(turns, key=lambda t: t or 0)],
                        "refused": len(mine), "suppressed": sum(capped.values())})
     return {"agents": roster, "totals": totals.most_common(), "refused": sum(totals.values()),
-            "suppressed": sum(r["suppressed"] for r in roster), "truncated": truncated}
+            "suppressed": sum(r["suppressed"] for r in roster), "truncated": truncated, "window": REFUSALS_READ}
 
 
 # ---------------------------------------------------------------------------------------------
