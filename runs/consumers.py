@@ -38,9 +38,9 @@ class _Read:
 class Windows:
     """Process-wide: each window of a run's rows read and rendered once, for every connection.
 
-    A full window (`limit` events) can never change and is kept (LRU). A shorter one is only
-    shared while its read is still queued: a read that has not started yet will see everything
-    committed before the asker's doorbell, one already under way might not.
+    A full window (`limit` events) can never change and is kept (LRU). A shorter one is shared
+    by everyone who asks while its read is pending; connections woken by one doorbell so stay at
+    one cursor and keep sharing.
     """
 
     def __init__(self, size=64):
@@ -50,17 +50,21 @@ class Windows:
         self.reads = {}  # (run, after, limit) -> _Read not finished yet
 
     async def get(self, run_pk, after, limit=BATCH):
+        """(window, fresh). Fresh: its read had not started when asked, so it saw everything
+        committed before the asker's doorbell. A read already under way may not have: the asker
+        reads once more from the new cursor before resting."""
         key = (run_pk, after, limit)
         window = self.full.get(key)
         if window is not None:
             self.full.move_to_end(key)
-            return window
+            return window, True
         read = self.reads.get(key)
-        if read is None or read.started:
+        if read is None:
             read = self.reads[key] = _Read()
             read.task = asyncio.ensure_future(self._read(key, read))
+        fresh = not read.started
         # Shielded: one asker going away must not cancel the read the others await.
-        return await asyncio.shield(read.task)
+        return await asyncio.shield(read.task), fresh
 
     async def _read(self, key, read):
         run_pk, after, limit = key
@@ -73,8 +77,7 @@ class Windows:
         try:
             window, end = await database_sync_to_async(work)()
         finally:
-            if self.reads.get(key) is read:
-                del self.reads[key]
+            del self.reads[key]
         if end is not None:
             self._keep(self.states, (run_pk, window.cursor), end)
         if window.full:
@@ -160,15 +163,15 @@ class FeedConsumer(AsyncWebsocketConsumer):
 
     async def _drain(self):
         """Send everything stored after the cursor, one bounded batch per message:
-        (anything sent?, run still live?). The last window read is never a kept one, so its
-        status was read before its events: an ended run is closed only once everything stored
-        before it ended has been sent."""
+        (anything sent?, run still live?). The last window read is a fresh one, never a kept
+        one, so its status was read before its events: an ended run is closed only once
+        everything stored before it ended has been sent."""
         sent = False
         while True:
-            window = await WINDOWS.get(self.run_pk, self.cursor)
+            window, fresh = await WINDOWS.get(self.run_pk, self.cursor)
             if window.cursor != self.cursor:
                 self.cursor = window.cursor
                 await self.send(text_data=window.html)
                 sent = True
-            if not window.full:
+            if fresh and not window.full:
                 return sent, window.live

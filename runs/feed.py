@@ -9,15 +9,15 @@ A row depends only on its event and on a `FeedState`: a fold of the log up to th
 it. So a window of rows is the same whoever reads it, from whichever cursor, whenever — which is
 what lets the feed read and render each window once per process (`runs.consumers.Windows`).
 
-Everything here is plain data: the template (`runs/_feed_rows.html`) escapes it.
+Everything here is plain data until `render_rows`, which escapes every field.
 """
 
 import json
+from html import escape
 from collections import namedtuple
 from dataclasses import dataclass
 
 from django.db.models import Max
-from django.template.loader import render_to_string
 from django.urls import reverse
 
 from runs.models import Agent, Event, Run
@@ -426,7 +426,36 @@ class FeedRenderer:
         return self.rows(events), events[-1].seq
 
     def render(self, rows, cursor):
-        return render_to_string("runs/_feed_rows.html", {"rows": rows, "cursor": cursor})
+        return render_rows(rows, cursor)
+
+
+def _row_html(row):
+    # Every field is escaped (event payloads are untrusted); markup as runs/feed.html expects.
+    agent = escape(row.agent)
+    chip = f'\n  <a class="feed-agent tag" href="{escape(row.href)}">{agent}</a>' if row.href else ""
+    failure = f'\n  <span class="feed-failure">{escape(row.failure)}</span>' if row.failure else ""
+    if row.output:
+        more = (f'\n  <details class="feed-output"><summary class="muted">{escape(row.args)}</summary>'
+                f'<pre>{escape(row.output)}</pre></details>')
+    elif row.args:
+        more = f'\n  <div class="feed-args muted mono">{escape(row.args)}</div>'
+    else:
+        more = ""
+    return (
+        f'<div class="feed-row tone-{escape(row.tone)}" data-seq="{row.seq}" data-agent="{agent}" data-kind="{escape(row.kind)}">\n'
+        f'  <time class="feed-time" title="{escape(row.timestamp)}">{escape(row.time)}</time>\n'
+        f'  <span class="feed-label">{escape(row.label.upper())}</span>{chip}\n'
+        f'  <span class="feed-detail{" mono" if row.kind == "call" else ""}">{escape(row.detail)}</span>{failure}{more}\n'
+        "</div>"
+    )
+
+
+def render_rows(rows, cursor):
+    """One socket message: the rows appended to #feed-rows (out of band), then the cursor (the
+    last seq read). Built here rather than in a template: it is the feed's hot path, and each
+    window is rendered once for every connection."""
+    appended = f'<div hx-swap-oob="beforeend:#feed-rows">{"".join(map(_row_html, rows))}</div>\n' if rows else ""
+    return f'{appended}<span id="feed-cursor" hx-swap-oob="true" data-seq="{int(cursor)}"></span>'
 
 
 def run_state(run_pk):
@@ -455,4 +484,6 @@ def read_window(run_pk, after, limit=BATCH, state=None):
     rows, cursor = renderer.next_batch(after, limit)
     if cursor == after:
         return Window("", after, False, live), state
-    return Window(renderer.render(rows, cursor), cursor, cursor - after == limit, live), renderer.state
+    # Seqs are contiguous: `limit` events span `limit` seqs (a gap could only make it look full,
+    # which costs one more read, never a missed event).
+    return Window(renderer.render(rows, cursor), cursor, cursor - after >= limit, live), renderer.state
