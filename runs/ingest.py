@@ -6,10 +6,12 @@
 * A line is rejected when it is blank (empty or whitespace only: counted, never silently skipped),
   over 1 MiB (1,048,576 bytes of UTF-8, terminator excluded), not UTF-8, not JSON (NaN/Infinity
   included), or JSON that is not an object. A JSON object of any ``type`` is stored.
-* Re-import is idempotent: a line whose sha256 (`Event.digest`) was already stored n times in the
-  run is a duplicate for its first n occurrences in the new input, so a stream that legitimately
-  repeats an identical line keeps every repetition, and re-importing it stores nothing twice.
-  Rejected lines are not stored twice either (same line number and text).
+* Re-import of lines (a file, an upload, a POSTed body: `append_lines` / `append_stream`) is
+  idempotent: a line whose sha256 (`Event.digest`) was already stored n times in the run is a
+  duplicate for its first n occurrences in the new input, so a stream that legitimately repeats an
+  identical line keeps every repetition, and re-importing it stores nothing twice. Rejected lines
+  are not stored twice either (same line number and text). Records handed over as dicts
+  (`append`, the engine's way in) are all stored unless the caller asks for the same rule.
 * Each chunk of lines (`CHUNK_LINES`) is one transaction: Events inserted with one ``executemany``,
   the fold (`runs.projections.Projector`) updates every projection row it touched once, the run's
   figures are saved, and on commit the doorbell rings (`runs.doorbell`). Memory stays bounded by the
@@ -357,12 +359,15 @@ def _run_chunks(imp: _Import, entries_iter, chunk_lines: int) -> AppendResult:
     return imp.result
 
 
-def append(run: Run, records, *, dedupe: bool = True, chunk_lines: int = CHUNK_LINES) -> AppendResult:
+def append(run: Run, records, *, dedupe: bool = False, chunk_lines: int = CHUNK_LINES) -> AppendResult:
     """Store gg records handed over as Python dicts (bare, or host-wrapped ``{"type":"gg",...}``).
 
     Each is stored as its compact JSON (``separators=(",", ":")``, ``ensure_ascii=False``).
-    Line numbers in rejections are 1-based positions in `records`. ``dedupe=False`` skips the
-    re-import check (a producer that never resends, e.g. the built-in engine, may use it).
+    Line numbers in rejections are 1-based positions in `records`.
+
+    A producer handing over records (the built-in engine) emits each once, so two identical
+    records are two events: every record is stored. ``dedupe=True`` applies the re-import rule of
+    `append_lines` instead (for a caller that may resend what it already handed over).
     """
     imp = _Import(run, dedupe)
 
