@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
@@ -173,8 +173,6 @@ def test_there_are_websocket_routes_to_check():
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("route", _ws_routes())
 async def test_every_websocket_route_refuses_anonymous(route, session_cookie):
-    from channels.db import database_sync_to_async
-
     run = await database_sync_to_async(Run.objects.create)(name="ws")
     path = concrete(route, {**SAMPLE, "int": str(run.pk)})
     assert not await _connects(path)
