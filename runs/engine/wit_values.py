@@ -41,6 +41,20 @@ def _text(vec):
     return string_at(vec.data, vec.size).decode() if vec.size else ""
 
 
+# wasm_byte_vec_new with the bytes passed straight through: one FFI call per string instead of
+# the four of ffi.str_to_capi (a function object of our own, so wasmtime-py's stays untouched).
+_byte_vec_new = ffi.dll["wasm_byte_vec_new"]
+_byte_vec_new.argtypes = [ctypes.POINTER(ffi.wasm_byte_vec_t), ctypes.c_size_t, ctypes.c_char_p]
+_byte_vec_new.restype = None
+
+
+def _bytes_vec(raw):
+    """A wasm byte vector holding `raw`, allocated by wasmtime (which frees it after the call)."""
+    vec = ffi.wasm_byte_vec_t()
+    _byte_vec_new(byref(vec), len(raw), raw)
+    return vec
+
+
 def _maybe(compile_, ty):
     return None if ty is None else compile_(ty)
 
@@ -114,10 +128,12 @@ def encoder(ty):
 
         def text(value, c):
             c.kind = kind
-            setattr(c.of, field, ffi.str_to_capi(value))
+            if not isinstance(value, str):
+                raise TypeError(f"expected str, not {type(value).__name__}")
+            setattr(c.of, field, _bytes_vec(value.encode()))
         return text
     if isinstance(ty, RecordType):
-        fields = [(name, _py(name), encoder(fty)) for name, fty in ty.fields]
+        fields = [(name.encode(), _py(name), encoder(fty)) for name, fty in ty.fields]
 
         def record(value, c):
             get = value.get if isinstance(value, dict) else (lambda key: getattr(value, key, None))
@@ -162,7 +178,7 @@ def encoder(ty):
             encode = cases[tag]
             c.kind = _KIND["variant"]
             c.of.variant.val = _boxed(encode, payload) if encode else None
-            c.of.variant.discriminant = ffi.str_to_capi(tag)
+            c.of.variant.discriminant = _bytes_vec(tag.encode())
         return variant
     raise TypeError(f"the membrane does not carry WIT values of type {type(ty).__name__}")
 
@@ -179,7 +195,7 @@ def _record_entry(get):
     def fill(field, entry):
         name, key, encode = field
         encode(get(key), entry.val)
-        entry.name = ffi.str_to_capi(name)
+        entry.name = _bytes_vec(name)
     return fill
 
 

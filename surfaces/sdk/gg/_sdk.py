@@ -58,93 +58,139 @@ def _default(hint):
     return dataclasses.MISSING
 
 
-def to_binding(hint, value, where):
+# Converters are compiled once per type hint: the guest interprets every call's work in wasm,
+# where re-deriving a hint's shape on each call cost more than the rest of the call.
+_CONVERTERS = {}
+
+
+def _converter(hint):
+    """fn(value, where) -> the binding's value for `hint`, raising TypeError/ValueError naming `where`."""
+    convert = _CONVERTERS.get(hint)
+    if convert is None:
+        convert = _CONVERTERS[hint] = _compile(hint)
+    return convert
+
+
+def _compile(hint):
     inner = _optional(hint)
     if inner is not None:
-        return None if value is None else to_binding(inner, value, where)
+        convert_inner = _converter(inner)
+        return lambda value, where: None if value is None else convert_inner(value, where)
     if hint is str:
-        if not isinstance(value, str):
-            raise TypeError(f"{where} must be a string, not {type(value).__name__}")
-        return value
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise TypeError(f"{where} must be a bool, not {type(value).__name__}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{where} must be an integer, not {type(value).__name__}")
-        if value < 0:
-            raise ValueError(f"{where} must not be negative")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{where} must be a number, not {type(value).__name__}")
-        return float(value)
-    if typing.get_origin(hint) in (list, typing.List):
-        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
-            raise TypeError(f"{where} must be a list, not {type(value).__name__}")
-        (item,) = typing.get_args(hint)
-        return [to_binding(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        if isinstance(value, hint):
+        def string(value, where):
+            if not isinstance(value, str):
+                raise TypeError(f"{where} must be a string, not {type(value).__name__}")
             return value
+        return string
+    if hint is bool:
+        def boolean(value, where):
+            if not isinstance(value, bool):
+                raise TypeError(f"{where} must be a bool, not {type(value).__name__}")
+            return value
+        return boolean
+    if hint is int:
+        def integer(value, where):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{where} must be an integer, not {type(value).__name__}")
+            if value < 0:
+                raise ValueError(f"{where} must not be negative")
+            return value
+        return integer
+    if hint is float:
+        def number(value, where):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{where} must be a number, not {type(value).__name__}")
+            return float(value)
+        return number
+    if typing.get_origin(hint) in (list, typing.List):
+        (item,) = typing.get_args(hint)
+        convert_item = _converter(item)
+
+        def items(value, where):
+            if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+                raise TypeError(f"{where} must be a list, not {type(value).__name__}")
+            return [convert_item(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return items
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
         names = {m.name.lower(): m for m in hint}
-        key = value.replace("-", "_").lower() if isinstance(value, str) else None
-        if key not in names:
-            raise ValueError(f"{where} must be one of {', '.join(repr(n) for n in names)}")
-        return names[key]
+
+        def member(value, where):
+            if isinstance(value, hint):
+                return value
+            key = value.replace("-", "_").lower() if isinstance(value, str) else None
+            if key not in names:
+                raise ValueError(f"{where} must be one of {', '.join(repr(n) for n in names)}")
+            return names[key]
+        return member
     if _is_variant(hint):
-        return _variant(hint, value, where)
+        return _Variant(hint).convert
     if dataclasses.is_dataclass(hint):
-        return _record(hint, value, where)
-    return value
+        return _Record(hint).convert
+    return lambda value, where: value
 
 
-def _variant(hint, value, where):
-    cases = {_case_name(c): c for c in typing.get_args(hint)}
-    if isinstance(value, tuple(cases.values())):
-        return value
-    if isinstance(value, str) and value in cases and not dataclasses.fields(cases[value]):
-        return cases[value]()
-    if isinstance(value, dict) and len(value) == 1:
-        value = next(iter(value.items()))
-    if isinstance(value, tuple) and len(value) == 2 and value[0] in cases:
-        case = cases[value[0]]
-        (field,) = dataclasses.fields(case)
-        return case(to_binding(typing.get_type_hints(case)[field.name], value[1], where))
-    raise TypeError(f"{where} must be one of {', '.join(repr(c) for c in cases)} "
-                    f"(a bare name, or (name, value) for a case that carries one)")
+class _Variant:
+    def __init__(self, hint):
+        self.cases = {_case_name(c): c for c in typing.get_args(hint)}
+        self.classes = tuple(self.cases.values())
+        self.bare = {name for name, case in self.cases.items() if not dataclasses.fields(case)}
+        self.payloads = {}  # case name -> converter of its payload (for the cases that carry one)
+        for name, case in self.cases.items():
+            if dataclasses.fields(case):
+                (field,) = dataclasses.fields(case)
+                self.payloads[name] = _converter(typing.get_type_hints(case)[field.name])
+
+    def convert(self, value, where):
+        if isinstance(value, self.classes):
+            return value
+        if isinstance(value, str) and value in self.bare:
+            return self.cases[value]()
+        if isinstance(value, dict) and len(value) == 1:
+            value = next(iter(value.items()))
+        if isinstance(value, tuple) and len(value) == 2 and value[0] in self.cases:
+            if value[0] in self.bare:  # a payload for a case that carries none
+                raise ValueError(f"not enough values to unpack (expected 1, got 0)")
+            return self.cases[value[0]](self.payloads[value[0]](value[1], where))
+        raise TypeError(f"{where} must be one of {', '.join(repr(c) for c in self.cases)} "
+                        f"(a bare name, or (name, value) for a case that carries one)")
 
 
-def _record(cls, value, where):
-    if isinstance(value, cls):
-        return value
-    if isinstance(value, Value):
-        value = value.to_json()
-    if not isinstance(value, dict):
-        raise TypeError(f"{where} must be a dict of {', '.join(f.name for f in dataclasses.fields(cls))}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    fields = {}
-    for field in dataclasses.fields(cls):
-        hint = hints[field.name]
-        if field.name in value:
-            fields[field.name] = to_binding(hint, value[field.name], f"{where}.{field.name}")
-        elif _is_variant(hint) and any(k in value or f"{k}_id" in value for k in
-                                       (_case_name(c) for c in typing.get_args(hint))):
-            # A variant field given flat: spawn_subagent(agent=..., prompt=...) or issue_id=...
-            case = next(k for k in (_case_name(c) for c in typing.get_args(hint)) if k in value or f"{k}_id" in value)
-            known |= {case, f"{case}_id"}
-            fields[field.name] = _variant(hint, (case, value.get(case, value.get(f"{case}_id"))), where)
-        else:
-            default = _default(hint)
-            if default is dataclasses.MISSING:
-                raise TypeError(f"{where} is missing {field.name!r}")
-            fields[field.name] = default
-    unknown = set(value) - known
-    if unknown:
-        raise TypeError(f"{where} has no field {', '.join(repr(u) for u in sorted(unknown))}")
-    return cls(**fields)
+class _Record:
+    def __init__(self, cls):
+        self.cls = cls
+        hints = typing.get_type_hints(cls)
+        self.names = ", ".join(f.name for f in dataclasses.fields(cls))
+        self.known = {f.name for f in dataclasses.fields(cls)}
+        # (name, converter, default, the variant's case names when the field is a variant)
+        self.fields = [(f.name, _converter(hints[f.name]), _default(hints[f.name]),
+                        [_case_name(c) for c in typing.get_args(hints[f.name])] if _is_variant(hints[f.name]) else [])
+                       for f in dataclasses.fields(cls)]
+
+    def convert(self, value, where):
+        if isinstance(value, self.cls):
+            return value
+        if isinstance(value, Value):
+            value = value.to_json()
+        if not isinstance(value, dict):
+            raise TypeError(f"{where} must be a dict of {self.names}")
+        known = self.known
+        fields = {}
+        for name, convert, default, cases in self.fields:
+            if name in value:
+                fields[name] = convert(value[name], f"{where}.{name}")
+            elif any(k in value or f"{k}_id" in value for k in cases):
+                # A variant field given flat: spawn_subagent(agent=..., prompt=...) or issue_id=...
+                case = next(k for k in cases if k in value or f"{k}_id" in value)
+                known = known | {case, f"{case}_id"}
+                fields[name] = convert((case, value.get(case, value.get(f"{case}_id"))), where)
+            else:
+                if default is dataclasses.MISSING:
+                    raise TypeError(f"{where} is missing {name!r}")
+                fields[name] = default
+        unknown = set(value) - known
+        if unknown:
+            raise TypeError(f"{where} has no field {', '.join(repr(u) for u in sorted(unknown))}")
+        return self.cls(**fields)
 
 
 # Receiver methods that alias an operation (the Python arm's four): record type -> method.
@@ -158,22 +204,40 @@ def receiver(record_name):
     return register
 
 
+_PLAIN = (str, int, float, bool, type(None))
+_PLANS = {}  # binding class -> how its values become the SDK's
+
+
 def from_binding(value):
+    if isinstance(value, _PLAIN):
+        return value
     if isinstance(value, list):
         return [from_binding(v) for v in value]
-    if isinstance(value, enum.Enum):
-        return value.name.lower()
-    if dataclasses.is_dataclass(value):
-        name = type(value).__name__
-        fields = {f.name: from_binding(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        if "_" in name:  # a variant case: its payload, told apart by .kind
-            kind = _case_name(type(value))
-            payload = fields.get("value")
+    plan = _PLANS.get(type(value))
+    if plan is None:
+        plan = _PLANS[type(value)] = _plan(type(value))
+    return plan(value)
+
+
+def _plan(cls):
+    if issubclass(cls, enum.Enum):
+        return lambda value: value.name.lower()
+    if not dataclasses.is_dataclass(cls):
+        return lambda value: value
+    names = [f.name for f in dataclasses.fields(cls)]
+    if "_" in cls.__name__:  # a variant case: its payload, told apart by .kind
+        kind = _case_name(cls)
+        if "value" not in names:
+            return lambda value: Value(kind=kind)
+
+        def case(value):
+            payload = from_binding(value.value)
             if isinstance(payload, Value):
                 return type(payload)(kind=kind, **payload.to_json())
-            return Value(kind=kind, **({"value": payload} if "value" in fields else {}))
-        return RECEIVERS.get(name, Value)(**fields)
-    return value
+            return Value(kind=kind, value=payload)
+        return case
+    make = RECEIVERS.get(cls.__name__, Value)
+    return lambda value: make(**{name: from_binding(getattr(value, name)) for name in names})
 
 
 def _error_code(code):
@@ -202,17 +266,25 @@ def _wrap(namespace, key, fn):
         else:
             trailing = False
     single_record = len(names) == 1 and dataclasses.is_dataclass(hints[names[0]])
+    signature = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                     default=defaults.get(n, inspect.Parameter.empty)) for n in names])
+    converters = [(n, _converter(hints[n])) for n in names]
+    # Positional calls that leave out only defaulted trailing parameters skip Signature.bind.
+    required = len(names) - len(defaults)
+    tail = [defaults[n] for n in names[required:]]
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
         try:
-            if single_record and not args and kwargs and names[0] not in kwargs:
-                kwargs = {names[0]: kwargs}  # write_memory(name=..., body=...) builds the record
-            bound = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                                         default=defaults.get(n, inspect.Parameter.empty))
-                                       for n in names]).bind(*args, **kwargs)
-            bound.apply_defaults()
-            lowered = [to_binding(hints[n], bound.arguments[n], n) for n in names]
+            if not kwargs and required <= len(args) <= len(names):
+                values = (*args, *tail[len(args) - required:])
+            else:
+                if single_record and not args and kwargs and names[0] not in kwargs:
+                    kwargs = {names[0]: kwargs}  # write_memory(name=..., body=...) builds the record
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                values = [bound.arguments[n] for n in names]
+            lowered = [convert(v, n) for (n, convert), v in zip(converters, values)]
         except (TypeError, ValueError) as exc:
             raise ApiError(key, "invalid-argument", str(exc)) from None
         try:
