@@ -38,33 +38,38 @@ class _Read:
 class Windows:
     """Process-wide: each window of a run's rows read and rendered once, for every connection.
 
-    A full window (`limit` events) can never change and is kept (LRU). A shorter one is shared
-    by everyone who asks while its read is pending; connections woken by one doorbell so stay at
-    one cursor and keep sharing.
+    The last read of each (run, after, limit) is kept (LRU). A full one (`limit` events) can never
+    change. A shorter one serves whoever knows it is recent enough: a connection whose doorbells
+    announced nothing past its end.
     """
 
     def __init__(self, size=64):
         self.size = size
-        self.full = OrderedDict()  # (run, after, limit) -> Window
+        self.done = OrderedDict()  # (run, after, limit) -> Window
         self.states = OrderedDict()  # (run, seq) -> FeedState after seq: where the next window starts
         self.reads = {}  # (run, after, limit) -> _Read not finished yet
 
-    async def get(self, run_pk, after, limit=BATCH):
-        """(window, fresh). Fresh: its read had not started when asked, so it saw everything
-        committed before the asker's doorbell. A read already under way may not have: the asker
-        reads once more from the new cursor before resting."""
+    async def get(self, run_pk, after, rung=None, limit=BATCH):
+        """The window after seq `after`, complete up to `rung` (a seq a doorbell announced) or,
+        with `rung` None, read from the database after this call (a poll).
+
+        Returns (window, settled): settled when it covers what was asked; otherwise (a read
+        already under way that ended short of `rung`) ask again from the window's cursor.
+        """
         key = (run_pk, after, limit)
-        window = self.full.get(key)
-        if window is not None:
-            self.full.move_to_end(key)
+        window = self.done.get(key)
+        if window is not None and (window.full or (rung is not None and window.cursor >= rung)):
+            self.done.move_to_end(key)
             return window, True
         read = self.reads.get(key)
         if read is None:
             read = self.reads[key] = _Read()
             read.task = asyncio.ensure_future(self._read(key, read))
+        # A read not started yet sees everything committed before this call.
         fresh = not read.started
         # Shielded: one asker going away must not cancel the read the others await.
-        return await asyncio.shield(read.task), fresh
+        window = await asyncio.shield(read.task)
+        return window, fresh or window.full or (rung is not None and window.cursor >= rung)
 
     async def _read(self, key, read):
         run_pk, after, limit = key
@@ -80,8 +85,7 @@ class Windows:
             del self.reads[key]
         if end is not None:
             self._keep(self.states, (run_pk, window.cursor), end)
-        if window.full:
-            self._keep(self.full, key, window)
+        self._keep(self.done, key, window)
         return window
 
     def _keep(self, cache, key, value):
@@ -107,6 +111,7 @@ class FeedConsumer(AsyncWebsocketConsumer):
             await self.close()
             return
         self.cursor = self._after()
+        self.rung = 0  # the last seq a doorbell announced
         self.wake = asyncio.Event()
         self.group = group_name(self.run_pk)
         # Join before the first read: a doorbell rung between the read and the join would
@@ -134,14 +139,25 @@ class FeedConsumer(AsyncWebsocketConsumer):
 
     async def run_event(self, message):
         """The doorbell: wake the pump, which reads whatever is stored after the cursor."""
+        self.rung = max(self.rung, message["seq"])
+        if "status" in message:
+            self.poll = True  # a status is not a seq: only a read from now on sees it
         self.wake.set()
 
     async def _pump(self):
         idle = False
+        self.poll = True  # the first pass reads what is stored now
         try:
             while True:
                 self.wake.clear()  # before reading: a doorbell during the read means read again
-                sent, live = await self._drain()
+                # What this pass must cover: the doorbells' last seq, or (first pass, idle pass,
+                # a status change) whatever is stored when it reads.
+                rung = None if self.poll or idle else self.rung
+                self.poll = False
+                if rung is None or rung > self.cursor:
+                    sent, live = await self._drain(rung)
+                else:  # a doorbell for what this connection has already sent
+                    sent, live = False, True  # (a status change always polls)
                 if not live:
                     await self.send(text_data=ENDED_HTML)
                     await self.close(code=1000)
@@ -161,17 +177,16 @@ class FeedConsumer(AsyncWebsocketConsumer):
             log.exception("feed for run %s failed at seq %s", self.run_pk, self.cursor)
             await self.close(code=1011)  # the browser reconnects from its last rendered seq
 
-    async def _drain(self):
-        """Send everything stored after the cursor, one bounded batch per message:
-        (anything sent?, run still live?). The last window read is a fresh one, never a kept
-        one, so its status was read before its events: an ended run is closed only once
-        everything stored before it ended has been sent."""
+    async def _drain(self, rung):
+        """Send everything stored after the cursor (up to `rung` at least), one bounded batch per
+        message: (anything sent?, run still live?). Each window's status was read before its
+        events, so an ended run is closed only once everything stored before it ended is sent."""
         sent = False
         while True:
-            window, fresh = await WINDOWS.get(self.run_pk, self.cursor)
+            window, settled = await WINDOWS.get(self.run_pk, self.cursor, rung)
             if window.cursor != self.cursor:
                 self.cursor = window.cursor
                 await self.send(text_data=window.html)
                 sent = True
-            if fresh and not window.full:
+            if settled and not window.full:
                 return sent, window.live

@@ -295,14 +295,14 @@ def _profiles(capability_set):
 class FeedState:
     """What rows show besides their own event, as of seq `seq` (everything up to it folded in)."""
 
-    def __init__(self, run_pk, seq=0, open_calls=(), surfaces=None, profiles=None, multi_from=None):
+    def __init__(self, run_pk, seq=0, open_calls=(), surfaces=None, profiles=None, agents=(), multi_from=None):
         self.run_pk = run_pk
         self.seq = seq
         self.open_calls = set(open_calls)  # agents inside an api_call bracket
         self.surfaces = dict(surfaces or {})  # agent_id -> (apis, language), the latest reported
         self.profiles = dict(profiles or {})  # profile slug -> display name (capabilitySet.agents)
-        # The seq from which the run has more than one agent (the second Agent row's first_seq):
-        # rows from there on name their agent. Once known it never changes.
+        self.agents = set(agents)  # the run's agents so far (its Agent rows), until a second one
+        # The seq from which the run has more than one agent: rows from there on name their agent.
         self.multi_from = multi_from
         self.spellings = {}  # (agent_id, operation) -> spelling, for the current surfaces
         self.hrefs = {}  # agent_id -> its page
@@ -322,24 +322,29 @@ class FeedState:
             agent_id: _surface(record_of(raw))
             for agent_id, raw in Event.objects.filter(run_id=run_pk, seq__in=last_surface).values_list("agent_id", "raw")
         }
-        return cls(run_pk, seq, open_calls, surfaces, _profiles(capability_set))
+        agents = list(Agent.objects.filter(run_id=run_pk, first_seq__lte=seq).order_by("first_seq", "id")
+                      .values_list("agent_id", "first_seq")[:2])
+        multi_from = agents[1][1] if len(agents) > 1 else None
+        return cls(run_pk, seq, open_calls, surfaces, _profiles(capability_set), [a for a, _ in agents], multi_from)
 
     def copy(self):
-        twin = FeedState(self.run_pk, self.seq, self.open_calls, self.surfaces, self.profiles, self.multi_from)
+        twin = FeedState(self.run_pk, self.seq, self.open_calls, self.surfaces, self.profiles, self.agents,
+                         self.multi_from)
         twin.spellings = dict(self.spellings)
         twin.hrefs = dict(self.hrefs)
         return twin
 
-    def know_agents(self, last_seq):
-        """Before rendering up to `last_seq`: learn whether a second agent has appeared yet."""
-        if self.multi_from is None:
-            second = Agent.objects.filter(run_id=self.run_pk).order_by("first_seq").values_list("first_seq", flat=True)[1:2]
-            second = list(second)
-            if second and second[0] <= last_seq:
-                self.multi_from = second[0]
-
     def before(self, ev, rec):
         """Fold what a row reads from its own event (a surface reported now spells calls now)."""
+        if self.multi_from is None:
+            # Where the write path creates Agent rows (runs.projections): every gg record's agent,
+            # and an agent_transition's successor.
+            if not ev.type.startswith("host:"):
+                self.agents.add(ev.agent_id)
+            if ev.type == "agent_transition" and rec.get("toAgentId"):
+                self.agents.add(_text(rec["toAgentId"]))
+            if len(self.agents) > 1:
+                self.multi_from = ev.seq
         if ev.type == "agent_surface":
             self.surfaces[ev.agent_id] = _surface(rec)
             self.spellings = {k: v for k, v in self.spellings.items() if k[0] != ev.agent_id}
@@ -402,7 +407,6 @@ class FeedRenderer:
         return self.row(ev, kind, "result", detail, "ok")
 
     def rows(self, events):
-        self.state.know_agents(events[-1].seq)
         out = []
         for ev in events:
             rec = record_of(ev.raw)
