@@ -63,7 +63,7 @@ def _get(request, ref):
             raise ValueError
     except ValueError:
         return JsonResponse({"error": "after must be a seq: a whole number ≥ 0."}, status=400)
-    return ndjson_response(run, after=after)
+    return ndjson_response(run, after=after, request=request)
 
 
 def _post(request, ref):

@@ -199,13 +199,17 @@ def _json_kind(value) -> str:
     return type(value).__name__
 
 
+# json.dumps(record, separators=(",", ":"), ensure_ascii=False), refusing NaN/Infinity (not JSON).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _dump_record(record):
     """(raw text, object, None) for a record handed over as a Python value."""
     if not isinstance(record, dict):
         return None, None, (f"not a JSON object (a {type(record).__name__})", _preview(repr(record)))
     try:
-        text = json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = _ENCODER.encode(record)
+    except (TypeError, ValueError, RecursionError) as exc:
         return None, None, (f"not JSON-serializable: {exc}", _preview(repr(record)))
     try:
         size = len(text.encode("utf-8"))

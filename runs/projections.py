@@ -36,6 +36,8 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from django.db import connection
+
 from runs.models import Agent, Holding, ModuleStore, Run
 
 # ---------------------------------------------------------------------------------------------
@@ -337,7 +339,8 @@ class Projector:
         self.dirty_agents: set[str] = set()
         self.stores: dict[str, ModuleStore] = {}
         self.new_stores: dict[str, ModuleStore] = {}
-        self.dirty_stores: set[str] = set()
+        self.dirty_stores: set[str] = set()  # snapshot written (loaded stores only)
+        self.dirty_store_kinds: set[str] = set()  # kind filled in (loaded stores only)
         self.rosters: dict[str, list[dict]] = {}  # agent_id -> agent_modules rows to write
         self.pred_links: dict[str, str] = {}  # successor agent_id -> predecessor agent_id
         self.status_changed = False
@@ -375,7 +378,9 @@ class Projector:
                 self.agents[a.agent_id] = a
         module_ids -= self.stores.keys()
         if module_ids:
-            for s in _in_chunks(ModuleStore.objects.filter(run=self.run), "module_id", module_ids):
+            # The snapshot is only ever replaced, never read: it is not loaded.
+            stores = ModuleStore.objects.filter(run=self.run).defer("snapshot")
+            for s in _in_chunks(stores, "module_id", module_ids):
                 self.stores[s.module_id] = s
 
     def _load_all_agents(self) -> None:
@@ -405,7 +410,8 @@ class Projector:
             self.new_stores[module_id] = s
         elif kind and not s.kind:
             s.kind = kind
-            self.dirty_stores.add(module_id)
+            if module_id not in self.new_stores:
+                self.dirty_store_kinds.add(module_id)
         return s
 
     # -- one record ----------------------------------------------------------------------------
@@ -653,10 +659,10 @@ class Projector:
         if self.new_stores:
             ModuleStore.objects.bulk_create(list(self.new_stores.values()))
         if self.dirty_stores:
-            ModuleStore.objects.bulk_update(
-                [self.stores[m] for m in self.dirty_stores if m not in self.new_stores],
-                _STORE_UPDATE_FIELDS,
-            )
+            update_rows(ModuleStore, [self.stores[m] for m in self.dirty_stores], _STORE_UPDATE_FIELDS)
+        kinds_only = self.dirty_store_kinds - self.dirty_stores
+        if kinds_only:
+            update_rows(ModuleStore, [self.stores[m] for m in kinds_only], ["kind"])
 
         relink = []
         if self.new_agents:
@@ -685,8 +691,7 @@ class Projector:
                     a.parent_id = parent.pk
                     touched.add(a.agent_id)
         to_update = [self.agents[aid] for aid in touched] + relink
-        if to_update:
-            Agent.objects.bulk_update(to_update, _AGENT_UPDATE_FIELDS, batch_size=200)
+        update_rows(Agent, to_update, _AGENT_UPDATE_FIELDS)
 
         if self.rosters:
             replaced = [self.agents[aid].pk for aid in self.rosters if aid not in self.new_agents]
@@ -713,6 +718,7 @@ class Projector:
         self.dirty_agents.clear()
         self.new_stores.clear()
         self.dirty_stores.clear()
+        self.dirty_store_kinds.clear()
         self.rosters.clear()
         self.pred_links.clear()
 
@@ -738,6 +744,28 @@ _HANDLERS = {
     "agent_surface": Projector._agent_surface,
     **{t: Projector._state_snapshot for t in STATE_KINDS},
 }
+
+
+def update_rows(model, objs, field_names) -> None:
+    """UPDATE each of `objs` (saved rows) setting `field_names`: one ``executemany``, one query.
+
+    What ``bulk_update`` does, without building a CASE expression per row and field (which costs
+    far more than the write itself on a large batch).
+    """
+    if not objs:
+        return
+    fields = [model._meta.get_field(name) for name in field_names]
+    qn = connection.ops.quote_name
+    sql = "UPDATE {} SET {} WHERE {} = %s".format(
+        qn(model._meta.db_table),
+        ", ".join(f"{qn(f.column)} = %s" for f in fields),
+        qn(model._meta.pk.column),
+    )
+    params = [
+        [f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields] + [obj.pk] for obj in objs
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 def _in_chunks(queryset, field, values, size=500):

@@ -8,7 +8,7 @@ from django.db import transaction
 
 from runs import doorbell, ingest
 from runs.models import Agent, Event, ModuleStore, RejectedLine, Run
-from runs.projections import Projector, event_columns, reset_run
+from runs.projections import Projector, event_columns, reset_run, update_rows
 
 REBUILD_CHUNK = 2000
 
@@ -112,10 +112,10 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
                     (e.type, e.agent_id, e.timestamp, e.operation, e.tool_name, e.ok, e.failure, e.turn) = new
                     changed.append(e)
             if changed:
-                Event.objects.bulk_update(
+                update_rows(
+                    Event,
                     changed,
                     ["type", "agent_id", "timestamp", "operation", "tool_name", "ok", "failure", "turn"],
-                    batch_size=500,
                 )
                 fixed += len(changed)
             projector.flush(save_run=False)

@@ -5,6 +5,8 @@ Thin views: reads come from `runs.selectors`, writes go through `runs.services`.
 
 from pathlib import PurePath
 
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.text import slugify
@@ -62,15 +64,34 @@ def run_import(request):
 @require_GET
 def run_export(request, pk):
     run = get_object_or_404(Run, pk=pk)
-    return ndjson_response(run, filename=f"{slugify(run.name) or f'run-{run.pk}'}.ndjson")
+    return ndjson_response(run, filename=f"{slugify(run.name) or f'run-{run.pk}'}.ndjson", request=request)
 
 
-def ndjson_response(run: Run, *, after: int = 0, filename: str | None = None):
-    """The stored stream as NDJSON: one stored record per line, in seq order, exactly as received."""
+def ndjson_response(run: Run, *, after: int = 0, filename: str | None = None, request=None):
+    """The stored stream as NDJSON: one stored record per line, in seq order, exactly as received.
+
+    Read a chunk of rows at a time, so memory stays bounded on any size of run: under ASGI (Daphne)
+    through an async iterator (a sync one would be drained into a list first), else a sync one.
+    """
     upto = run.last_seq
-    lines = (raw.encode("utf-8") + b"\n" for _seq, raw in selectors.run_raw_lines(run, after=after, upto=upto))
+    if isinstance(request, ASGIRequest):
+        lines = _alines(run, after, upto)
+    else:
+        lines = (raw.encode("utf-8") + b"\n" for _seq, raw in selectors.run_raw_lines(run, after=after, upto=upto))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
     response["X-Last-Seq"] = str(upto)
     if filename:
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
+
+
+async def _alines(run, after, upto, chunk=2000):
+    cursor = after
+    while True:
+        rows = await sync_to_async(selectors.raw_lines_chunk)(run.pk, cursor, upto, chunk)
+        if not rows:
+            return
+        yield b"".join(raw.encode("utf-8") + b"\n" for _seq, raw in rows)
+        cursor = rows[-1][0]
+        if len(rows) < chunk:
+            return

@@ -117,3 +117,19 @@ def test_ingest_token_command_mints_a_working_token(viewer):
     key = out.getvalue().strip()
     assert IngestToken.objects.get(key=key).user == viewer
     assert post(Client(), "via-cmd", b'{"type":"turn_started"}\n', key=key).json()["stored"] == 1
+
+
+def test_under_asgi_the_stream_is_read_by_an_async_iterator():
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncRequestFactory
+
+    from runs.views import ndjson_response
+
+    run, _ = import_stream(REAL_MOCK)
+    response = ndjson_response(run, after=3, request=AsyncRequestFactory().get("/"))
+    assert response.is_async  # Daphne streams it chunk by chunk instead of draining it into a list
+
+    async def collect():
+        return b"".join([part async for part in response.streaming_content])
+
+    assert async_to_sync(collect)() == b"".join(REAL_MOCK.read_bytes().splitlines(keepends=True)[3:])
