@@ -8,6 +8,15 @@ class RunAdmin(admin.ModelAdmin):
     list_display = ("name", "source", "status", "created_at", "last_seq", "agent_count", "turn_count")
     list_filter = ("status", "source")
     search_fields = ("name", "session_id")
+    actions = ["rebuild_projections"]
+
+    @admin.action(description="Rebuild projections from the stored events")
+    def rebuild_projections(self, request, queryset):
+        from runs import services
+
+        for run in queryset:
+            stats = services.rebuild_projections(run)
+            self.message_user(request, f"{run.name}: rebuilt from {stats['events']} events.")
 
 
 @admin.register(models.Agent)
@@ -41,7 +50,11 @@ class RejectedLineAdmin(admin.ModelAdmin):
 
 @admin.register(models.IngestToken)
 class IngestTokenAdmin(admin.ModelAdmin):
+    """Add one to get a key for POST /api/runs/<run>/events (or: manage.py ingest_token USER)."""
+
     list_display = ("label", "user", "created_at")
+    fields = ("user", "label", "key")
+    readonly_fields = ("key",)
 
 
 @admin.register(models.SavedConfiguration)
