@@ -206,3 +206,76 @@ def test_calls_described_are_capped_at_500(tmp_path):
 def test_a_malformed_call_is_invalid_argument_naming_the_sdk_complaint(tmp_path):
     result = run(context(tmp_path, capabilities=["tasks"]), "import gg\ngg.tasks.add_task({'title': 'x'})")
     assert "`add_task` failed (invalid-argument)" in result.outcome.error and "'id'" in result.outcome.error
+
+
+def test_every_wit_shape_crosses_the_membrane_intact_both_ways(tmp_path, monkeypatch):
+    """Records, variants (bare and carrying), enums, options, lists, strings, s32/u32/u64/f64 and
+    bools, as handlers receive them and as programs get them back. The host side converts at the
+    C API's level (runs/engine/wit_values.py), so a wasmtime upgrade that moved a layout fails here."""
+    from runs.engine.handlers import HANDLERS
+    from runs.engine.tools import ToolError
+
+    received = []
+
+    def spy(op_id, result):
+        def handler(m, **args):
+            received.append((op_id, args))
+            if isinstance(result, ToolError):
+                raise result
+            return result
+        monkeypatch.setitem(HANDLERS, op_id, handler)
+
+    spy("board.update_issue", None)
+    spy("shell.shell", {"exit_code": None, "output": "é ☃\n", "truncated": True})
+    spy("files.list_dir", [{"name": "d", "kind": "directory"}, {"name": "", "kind": "other"}])
+    spy("files.read_file", ("image", {"media_type": "image/png", "label": "p.png", "bytes": 2 ** 40, "shown": False,
+                                      "not_shown_reason": "not shown"}))
+    spy("files.write_file", 2 ** 40 + 1)
+    spy("delegation.wait_for_subagents", [{"id": "a", "status": "timed-out", "summary": ""},
+                                          {"id": "b", "status": None, "summary": "s"}])
+    spy("delegation.spawn_subagent", {"id": "agent-9", "slot": 4294967295, "model_id": "m"})
+    spy("context.archive_thread", {"items": 0, "reclaimed_tokens": 0, "paths": [], "detail": ""})
+    spy("tasks.update_task", ToolError("conflict", "a cycle ✗"))
+    result = run(context(tmp_path, capabilities=["project-management", "shell", "read-file", "write-file", "list-dir",
+                                                 "subagents", "tasks", "agent-managed-context"]), """
+        import gg
+        gg.board.update_issue("X-1", {"title": "t", "description": ("set", "d"), "in_scope": ["a", "b"],
+                                      "status": "in-progress", "epic": ("set", "E")})
+        gg.board.update_issue("X-2", {"description": "clear", "status": None})
+        out = gg.shell.shell("true", 1.5)
+        assert (out.exit_code, out.output, out.truncated) == (None, "é ☃\\n", True), out
+        entries = gg.files.list_dir()
+        assert [(e.name, e.kind) for e in entries] == [("d", "directory"), ("", "other")], entries
+        image = gg.files.read_file("p.png", 3, None)
+        assert (image.kind, image.bytes, image.shown, image.not_shown_reason) == ("image", 2 ** 40, False, "not shown")
+        assert gg.files.write_file("w.txt", "") == 2 ** 40 + 1
+        done = gg.delegation.wait_for_subagents()
+        assert [(r.id, r.status, r.summary) for r in done] == [("a", "timed_out", ""), ("b", None, "s")], done
+        gg.delegation.wait_for_subagents(["a"])
+        handle = gg.delegation.spawn_subagent(agent="dev", issue_id="X-1")
+        assert (handle.id, handle.slot, handle.model_id) == ("agent-9", 4294967295, "m"), handle
+        gg.context.archive_thread([{"start": 1, "end": 2}])
+        try:
+            gg.tasks.update_task("t1", {"status": "done"})
+        except gg.core.ApiError as err:
+            assert (err.operation, err.code, err.message) == ("update_task", "conflict", "a cycle ✗"), err
+        gg.views.open_text("done", "yes")
+    """)
+    assert result.outcome.ok, result.outcome.error
+    assert received == [
+        ("board.update_issue", {"id": "X-1", "patch": {
+            "title": "t", "description": ("set", "d"), "in_scope": ["a", "b"], "out_of_scope": None,
+            "completion_criteria": None, "status": "in-progress", "epic": ("set", "E")}}),
+        ("board.update_issue", {"id": "X-2", "patch": {
+            "title": None, "description": ("clear", None), "in_scope": None, "out_of_scope": None,
+            "completion_criteria": None, "status": None, "epic": ("keep", None)}}),
+        ("shell.shell", {"command": "true", "timeout_secs": 1.5}),
+        ("files.list_dir", {"path": None}),
+        ("files.read_file", {"path": "p.png", "offset": 3, "limit": None}),
+        ("files.write_file", {"path": "w.txt", "contents": ""}),
+        ("delegation.wait_for_subagents", {"ids": None}),
+        ("delegation.wait_for_subagents", {"ids": ["a"]}),
+        ("delegation.spawn_subagent", {"request": {"agent": "dev", "task": ("issue", "X-1")}}),
+        ("context.archive_thread", {"ranges": [{"start": 1, "end": 2}]}),
+        ("tasks.update_task", {"id": "t1", "patch": {"title": None, "description": ("keep", None), "status": "done"}}),
+    ]
