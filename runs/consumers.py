@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from runs.doorbell import group_name
+from runs.doorbell import MESSAGE_TYPE, group_name
 from runs.feed import BATCH, read_window, run_state
 
 log = logging.getLogger(__name__)
@@ -136,6 +136,15 @@ class FeedConsumer(AsyncWebsocketConsumer):
 
     async def receive(self, text_data=None, bytes_data=None):
         pass  # the feed is one-way; the browser only reconnects with ?after=
+
+    async def dispatch(self, message):
+        # A doorbell touches no database, so it skips Channels' close_old_connections before
+        # each handler: a hop through the database thread per doorbell per connection, queued
+        # in front of the window reads.
+        if message["type"] == MESSAGE_TYPE:
+            await self.run_event(message)
+        else:
+            await super().dispatch(message)
 
     async def run_event(self, message):
         """The doorbell: wake the pump, which reads whatever is stored after the cursor."""
