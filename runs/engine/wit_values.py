@@ -41,18 +41,18 @@ def _text(vec):
     return string_at(vec.data, vec.size).decode() if vec.size else ""
 
 
-# wasm_byte_vec_new with the bytes passed straight through: one FFI call per string instead of
-# the four of ffi.str_to_capi (a function object of our own, so wasmtime-py's stays untouched).
+# wasm_byte_vec_new with the bytes passed straight through, written in place: one FFI call per
+# string instead of the four of ffi.str_to_capi and a copy (a function object of our own, so
+# wasmtime-py's stays untouched).
 _byte_vec_new = ffi.dll["wasm_byte_vec_new"]
 _byte_vec_new.argtypes = [ctypes.POINTER(ffi.wasm_byte_vec_t), ctypes.c_size_t, ctypes.c_char_p]
 _byte_vec_new.restype = None
 
 
-def _bytes_vec(raw):
-    """A wasm byte vector holding `raw`, allocated by wasmtime (which frees it after the call)."""
-    vec = ffi.wasm_byte_vec_t()
+def _put_bytes(vec, raw):
+    """Write a wasm byte vector holding `raw` into the slot `vec`, allocated by wasmtime (which
+    frees it after the call)."""
     _byte_vec_new(byref(vec), len(raw), raw)
-    return vec
 
 
 def _maybe(compile_, ty):
@@ -114,23 +114,26 @@ def decoder(ty):
 
 # -- plain -> C value ----------------------------------------------------------------------------
 def encoder(ty):
-    """fn(plain, c_val) writing a result into a slot wasmtime provided (and frees after the call)."""
+    """fn(plain, c_val) writing a result into a slot wasmtime provided (and frees after the call).
+
+    Each sets the slot's kind last: a conversion that fails leaves the slot as it was, never a
+    kind whose payload wasmtime would free uninitialised."""
     if type(ty) in _NUMBERS:
         field, kind = _NUMBERS[type(ty)], _KIND[_NUMBERS[type(ty)]]
         convert = float if isinstance(ty, (F32, F64)) else _exact(bool if field == "boolean" else int)
 
         def number(value, c):
-            c.kind = kind
             setattr(c.of, field, convert(value))
+            c.kind = kind
         return number
     if isinstance(ty, (String, EnumType)):
         kind, field = (_KIND["string"], "string") if isinstance(ty, String) else (_KIND["enum"], "enumeration")
 
         def text(value, c):
-            c.kind = kind
             if not isinstance(value, str):
                 raise TypeError(f"expected str, not {type(value).__name__}")
-            setattr(c.of, field, _bytes_vec(value.encode()))
+            _put_bytes(getattr(c.of, field), value.encode())
+            c.kind = kind
         return text
     if isinstance(ty, RecordType):
         fields = [(name.encode(), _py(name), encoder(fty)) for name, fty in ty.fields]
@@ -157,8 +160,8 @@ def encoder(ty):
         payload = encoder(ty.payload)
 
         def option(value, c):
-            c.kind = _KIND["option"]
             c.of.option = None if value is None else _boxed(payload, value)
+            c.kind = _KIND["option"]
         return option
     if isinstance(ty, ResultType):
         cases = {"ok": _maybe(encoder, ty.ok), "err": _maybe(encoder, ty.err)}
@@ -166,9 +169,9 @@ def encoder(ty):
         def result(value, c):
             tag, payload = (value, None) if isinstance(value, str) else value
             encode = cases[tag]
-            c.kind = _KIND["result"]
-            c.of.result.is_ok = tag == "ok"
             c.of.result.val = _boxed(encode, payload) if encode else None
+            c.of.result.is_ok = tag == "ok"
+            c.kind = _KIND["result"]
         return result
     if isinstance(ty, VariantType):
         cases = {name: _maybe(encoder, cty) for name, cty in ty.cases}
@@ -176,9 +179,9 @@ def encoder(ty):
         def variant(value, c):
             tag, payload = (value, None) if isinstance(value, str) else value
             encode = cases[tag]
-            c.kind = _KIND["variant"]
             c.of.variant.val = _boxed(encode, payload) if encode else None
-            c.of.variant.discriminant = _bytes_vec(tag.encode())
+            _put_bytes(c.of.variant.discriminant, tag.encode())
+            c.kind = _KIND["variant"]
         return variant
     raise TypeError(f"the membrane does not carry WIT values of type {type(ty).__name__}")
 
@@ -195,7 +198,7 @@ def _record_entry(get):
     def fill(field, entry):
         name, key, encode = field
         encode(get(key), entry.val)
-        entry.name = _bytes_vec(name)
+        _put_bytes(entry.name, name)
     return fill
 
 
