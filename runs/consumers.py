@@ -23,6 +23,9 @@ from runs.feed import BATCH, read_window, run_state
 log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 15  # as gg's own live stream: a beat while idle
+# While doorbells pour in, a connection reads at most this often: each pass then carries more
+# rows, and a socket message costs the server about as much as the rows in it.
+PASS_SECONDS = 0.05
 ENDED_HTML = '<div id="feed-end" hx-swap-oob="true" data-ended="1">The run has ended; every stored event is shown.</div>'
 HEARTBEAT_HTML = "<!-- heartbeat -->"  # a message with no elements: htmx swaps nothing
 
@@ -100,6 +103,7 @@ WINDOWS = Windows()
 
 class FeedConsumer(AsyncWebsocketConsumer):
     heartbeat_seconds = HEARTBEAT_SECONDS
+    pass_seconds = PASS_SECONDS
 
     async def connect(self):
         if not self.scope["user"].is_authenticated:
@@ -156,8 +160,14 @@ class FeedConsumer(AsyncWebsocketConsumer):
     async def _pump(self):
         idle = False
         self.poll = True  # the first pass reads what is stored now
+        loop = asyncio.get_running_loop()
+        last_pass = -self.pass_seconds
         try:
             while True:
+                pause = last_pass + self.pass_seconds - loop.time()
+                if pause > 0:
+                    await asyncio.sleep(pause)  # doorbells meanwhile join this pass
+                last_pass = loop.time()
                 self.wake.clear()  # before reading: a doorbell during the read means read again
                 # What this pass must cover: the doorbells' last seq, or (first pass, idle pass,
                 # a status change) whatever is stored when it reads.
