@@ -17,7 +17,8 @@ What is read, per spec/stream.md:
   ``parent_agent_id`` whenever both agents exist, whatever order they arrived in.
 * Status (§4.2, §4.22, §4.23, §7.1): ``agent_status``, ``agent_returned`` (-> done), and at
   ``session_ended`` agents still running/blocked become ``failed`` for the five failure statuses
-  and ``done`` otherwise. The run is ``running`` until ``session_ended`` names its status.
+  and ``done`` otherwise. The run is ``running`` until ``session_ended`` names its status (a
+  ``queued`` run becomes ``running`` with its first gg record; ``interrupted`` is left alone).
 * Holdings and stores (§4.20, §4.26, §7.4): one Holding per ``agent_modules`` row in reported order
   (disabled kinds too); a ModuleStore per enabled non-empty ``moduleId``; its snapshot is the latest
   ``*_state`` record naming it (a snapshot may arrive before the roster naming its store). Streams
@@ -426,6 +427,9 @@ class Projector:
         agent = self._agent(aid, seq)
         self.dirty_agents.add(aid)
 
+        if run.status == "queued":  # its first record: the run is under way
+            run.status = Run.Status.RUNNING
+            self.status_changed = True
         if not self._started_known:
             started = parse_timestamp(rec.get("timestamp"))
             if started is not None:

@@ -310,6 +310,18 @@ def test_seq_is_gapless_across_chunks_and_calls():
     assert run.last_seq == 25
 
 
+def test_a_queued_run_is_running_from_its_first_record(django_capture_on_commit_callbacks, monkeypatch):
+    rung = []
+    monkeypatch.setattr(doorbell, "ring", lambda pk, seq, status=None: rung.append(status))
+    run = Run.objects.create(name="q", status=Run.Status.QUEUED)
+    with django_capture_on_commit_callbacks(execute=True):
+        ingest.append(run, [{"type": "system", "stage": "start_container", "status": "started"}])
+    assert run.status == "queued" and rung == [None]  # a host row does not start it
+    with django_capture_on_commit_callbacks(execute=True):
+        ingest.append(run, [rec("session_started")])
+    assert run.status == "running" and rung[-1] == "running"
+
+
 def test_the_callers_run_instance_is_refreshed():
     run = new_run()
     ingest.append(run, [rec("turn_started"), rec("session_ended", status="completed")])
