@@ -5,10 +5,11 @@ emits the api_call/api_result brackets and the code_execution record. What the m
 turn is the views the program left in its window (file / text / documentation bands, replaced in
 place, dropped when closed) and the membrane's messages under their three headings. A reply
 without a program is the error turn `missing_completion_no_program`; reply text is never run.
-Spawning, waiting and messaging happen inside the call's bracket through the engine's hook.
+Spawning, waiting (the children run to their end inside the call) and messaging happen inside the
+call's bracket through the engine's hook; so does archive_thread, over the agent's history.
 """
 
-from runs.engine import messages
+from runs.engine import messages, thread
 from runs.engine.membrane import AgentContext, run_program
 from runs.engine.tools import ToolError
 
@@ -27,18 +28,33 @@ class Delegation:
         self.engine, self.agent = engine, agent
 
     def spawn(self, request):
-        child = self.engine.spawn(self.agent, request.get("agent"), request.get("prompt"))
+        case, brief = request["task"]
+        if case == "issue":
+            raise ToolError("unavailable", "the built-in engine does not dispatch board issues; spawn the "
+                                           "subagent with a prompt instead")
+        child = self.engine.spawn(self.agent, request["agent"], brief)
         return {"id": child.id, "slot": 0, "model_id": child.profile.model_id}
 
     def wait(self, ids):
-        handles = [h for h in self.agent.children if ids is None or h.agent.id in ids]
-        if any(not h.done for h in handles):
-            self.agent.wait = True
-        return [{"id": h.agent.id, "status": "done" if h.done else "running", "summary": h.summary or ""}
-                for h in handles]
+        return self.engine.wait(self.agent, ids)
 
     def send(self, agent_id, text):
         self.engine.send(self.agent, agent_id, text)
+
+
+class Thread:
+    """The membrane's hook onto the agent's history: archiving turns, and where a view sits in it."""
+
+    def __init__(self, agent):
+        self.agent = agent
+
+    def archive(self, ranges):
+        return thread.archive(self.agent, [(r["start"], r["end"]) for r in ranges])
+
+    def position(self, views):
+        """The zero-based position in the window of the earliest of `views` (None when none is there)."""
+        keys = {(v.kind, v.selector) for v in views}
+        return next((i for i, m in enumerate(self.agent.window) if m.get("view") in keys), None)
 
 
 def context(engine, agent):
@@ -55,7 +71,7 @@ def context(engine, agent):
             language=agent.profile.language, doc_view_types=agent.profile.doc_view_types,
             stores={kind: h.impl for kind, h in agent.holdings.items() if h.enabled and kind != "history"},
             timeout_secs=params.get("timeoutSecs", 30), max_memory_bytes=params.get("maxMemoryBytes", 268435456),
-            mint_agent_id=engine.mint_id, delegation=Delegation(engine, agent))
+            mint_agent_id=engine.mint_id, delegation=Delegation(engine, agent), thread=Thread(agent))
     return agent.ctx
 
 
@@ -148,3 +164,5 @@ def _apply(engine, agent, outcome):
         except ToolError as exc:
             agent.emit("log", level="warn", message=f"the succession was not applied: {exc.message}")
     agent.forks += [(fork["id"], fork.get("prompt") or "") for fork in outcome.forks]
+    if outcome.compaction:
+        agent.compaction = outcome.compaction  # applied at the top of the next turn; the last one stands

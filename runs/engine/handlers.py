@@ -6,7 +6,7 @@ already emitted api_call and asked the gate before a handler runs.
 """
 
 from runs.engine.tools import ToolError, docs
-from runs.engine.tools.views import docs_view, file_view, text_view
+from runs.engine.tools.views import SEARCH_RESULTS, docs_view, file_view, text_view
 from surfaces.catalogue import BY_ID, OPERATIONS
 
 HANDLERS = {}
@@ -199,36 +199,28 @@ def _remove_issue(m, id):  # noqa: A002
 
 
 @handles("board.wait_for_issue")
-def _wait_for_issue(m, id):  # noqa: A002 — registered; its result arrives as a notice from the loop
-    acknowledgement = m.store("board").wait_for_issue(id)
-    m.outcome.waits.append(id)
-    return acknowledgement
+def _wait_for_issue(m, id):  # noqa: A002
+    raise ToolError("unavailable", f"`{m.spelled('board.wait_for_issue')}` is not carried out by the built-in "
+                                   "engine: it does not dispatch board issues to implementers and reviewers")
 
 
 # -- context ------------------------------------------------------------------------------------
 @handles("context.evict_file_view")
 def _evict_file_view(m, path):
     window = m.ctx.window
-    evicted = [v for v in window.views if v.kind == "file" and (path is None or v.selector == path)]
-    for view in evicted:
-        window.close(view.selector, kinds=("file",))
-        m.closed(view.selector, 1)
-    tokens = sum(v.tokens for v in evicted)
-    if evicted:
-        m.emit({"type": "context_managed", "action": "evict_file_views", "reclaimedTokens": tokens,
-                "items": len(evicted), "detail": f"{len(evicted)} file view(s)"})
-    return {"items": len(evicted), "reclaimed_tokens": tokens, "paths": [v.selector for v in evicted],
+    paths = [v.selector for v in window.views if v.kind == "file" and (path is None or v.selector == path)]
+    evicted = [view for selector in paths for view in window.close(selector, kinds=("file",))]
+    m.closed(path or "every file view", evicted, "evict_file_views")
+    return {"items": len(evicted), "reclaimed_tokens": sum(v.tokens for v in evicted), "paths": paths,
             "detail": f"{len(evicted)} file view(s) evicted"}
 
 
 @handles("context.archive_thread")
 def _archive_thread(m, ranges):
-    for r in ranges:
-        if r["end"] < r["start"]:
-            raise ToolError("invalid-argument", f"the range {r['start']}-{r['end']} ends before it starts")
     m.store("archive")
-    m.outcome.delegations.append(("context.archive_thread", {"ranges": ranges}))  # the loop owns the thread
-    return {"items": 0, "reclaimed_tokens": 0, "paths": [], "detail": "archived when the turn closes"}
+    if m.ctx.thread is None:
+        raise ToolError("unavailable", "this program runs outside a run loop, so it has no thread to archive")
+    return m.ctx.thread.archive(ranges)
 
 
 @handles("context.search_archive")
@@ -273,7 +265,7 @@ def _docs_search(m, query, modules, type_name, kind, offset, limit):
     lines = [f"{page['total']} entr{'y' if page['total'] == 1 else 'ies'}"
              + (f" for {query!r}" if query else "") + (f" in {', '.join(modules)}" if modules else "")]
     lines += [f"{hit['key']} ({hit['kind']}) — {hit['summary']}" for hit in page["hits"]]
-    m.place(text_view("search results", "\n".join(lines)))
+    m.place(text_view(SEARCH_RESULTS, "\n".join(lines)))
     return page
 
 
@@ -284,8 +276,7 @@ def _docs_close(m, key):
 
 @handles("docs.close_all")
 def _docs_close_all(m):
-    count = m.ctx.window.close_kind("docs")
-    return m.closed("all documentation views", count)
+    return m.closed("all documentation views", m.ctx.window.close_kind("docs"), "close_docs_views", "all of them")
 
 
 @handles("views.open_docs_view")

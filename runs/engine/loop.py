@@ -2,8 +2,10 @@
 
 `Engine(spec, telemetry, workspace_dir, should_cancel).run()` drives a validated `RunSpec` to its
 end and returns gg's terminal status. Agents take turns in spawn order, at most `maxParallel` of
-the runnable ones per round (blocked agents free their slot; one resumed from waiting goes
-first), so a scripted run is deterministic.
+the runnable ones per round, so a scripted run is deterministic. `wait_for_subagents` blocks: the
+waiting agent frees its slot (`agent_status blocked`), the awaited children take their turns inside
+the call, in rounds of their own, and the call returns their summaries — so a delegation's whole
+subtree lands inside the caller's tool_call/tool_result (or api_call/api_result) bracket.
 
 Per incarnation (spec/stream.md §3.1): agent_spawned → fsm_state (in a machine) → agent_modules →
 agent_surface → the *_state snapshots of the kinds it holds → agent_status (non-root).
@@ -11,8 +13,9 @@ Per turn: turn_started → context_breakdown → context_message (new pool entri
 → assistant_message → tool_call/tool_result pairs, or the program's api_call/api_result and
 code_execution → turn_outcome → turn_timing. Successions are applied once the turn has closed:
 agent_transition on the outgoing stream, then the successor's opening under a fresh id.
-Ceilings and an operator cancel are checked at turn boundaries; session_summary and
-session_ended close every run.
+Ceilings (maxCost against the summed usage cost included) and an operator cancel are checked at
+turn boundaries, a child's inside a wait among them: a stop found there fails the wait, the
+waiting agent's turn closes, and the run ends. session_summary and session_ended close every run.
 """
 
 import hashlib
@@ -22,7 +25,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from runs.engine import toolcalls
+from runs.engine import thread, toolcalls
 from runs.engine.providers import SUBMIT_PROGRAM, ProviderError, Request, make_provider
 from runs.engine.spec import MODULE_KINDS
 from runs.engine.stores import StoreRegistry, open_holdings, succeed
@@ -60,8 +63,10 @@ class Handle:
 
     def __init__(self, agent):
         self.agent = agent
+        self.id = agent.id  # the id the spawner was handed
         self.done = False
-        self.summary = None
+        self.status = None  # the subagent-result status once done
+        self.summary = ""
         self.collected = False
 
 
@@ -81,9 +86,8 @@ class Agent:
         self.turns = 0
         self.consecutive = 0
         self.recent = deque(maxlen=engine.spec.limits.error_rate_window or 1)
-        self.status = "running"
-        self.blocked = False
-        self.resumed = False
+        self.status = "running"  # "blocked" while it waits on subagents inside a call
+        self.compaction = None  # a declared self-compaction, applied at the top of the next turn
         self.inbox = []
         self.children = []  # Handles
         self.handle = None  # the spawner's Handle on this agent
@@ -139,6 +143,9 @@ class Engine:
         self.agents = []
         self.next_agent = 0
         self.root_handle = None
+        self.stopping = None  # a SessionOver met inside a wait: the waiting turn closes, then it is raised
+        self.cost = 0.0  # summed usage cost (USD), for maxCost
+        self.compactions = 0
         self.started = time.monotonic()
         self.slots = {}  # (profile, model) -> summed tokens
         self.errors = {kind: 0 for kind in ERROR_KINDS}
@@ -166,6 +173,7 @@ class Engine:
         history = holdings["history"].impl
         history.messages[:] = [message("system", self._system_prompt(agent.profile, agent.role), "system")] + [
             m for m in history.messages if m["role"] != "system"] + opening_messages
+        thread.stamp(history.messages, 0)
         agent.emit("agent_spawned", profileId=agent.profile.slug, modelId=agent.profile.model_id, depth=agent.depth,
                    cwd=str(self.workspace.root), brief=agent.brief)
         if agent.machine:
@@ -218,22 +226,20 @@ class Engine:
         return status
 
     def _schedule(self):
-        while True:
-            if self.root_handle.done:
-                return "completed"
-            runnable = [a for a in self.agents if a.status == "running" and not a.blocked]
+        while not self.root_handle.done:
+            runnable = [a for a in self.agents if a.status == "running"]
             if not runnable:
-                self.telemetry.emit("log", level="error", message="every agent is waiting; nothing can run")
+                self.telemetry.emit("log", level="error", message="no agent can run and the root has not ended")
                 return "internal_error"
-            runnable.sort(key=lambda a: not a.resumed)
-            for agent in runnable[: self.spec.limits.max_parallel]:
-                if agent.status != "running" or agent.blocked:
-                    continue
+            self._round(runnable)
+        return "completed"
+
+    def _round(self, agents):
+        """One round: at most maxParallel of `agents` take a turn each, in spawn order."""
+        for agent in agents[: self.spec.limits.max_parallel]:
+            if agent.status == "running" and not self.root_handle.done:
                 self._boundary(agent)
-                agent.resumed = False
                 self.turn(agent)
-                if self.root_handle.done:
-                    return "completed"
 
     def _boundary(self, agent):
         """What is checked before a turn starts: cancel, the wall clock, the agent's turn allowance."""
@@ -246,6 +252,8 @@ class Engine:
             raise SessionOver("timed_out", self._breach(agent, "runtime", limits.max_runtime_secs, round(elapsed, 3)))
         if limits.max_turns and agent.turns >= limits.max_turns:
             raise SessionOver("exhausted", self._breach(agent, "turns", limits.max_turns, agent.turns))
+        if limits.max_cost and self.cost >= limits.max_cost:
+            raise SessionOver("limit_exceeded", self._breach(agent, "cost", limits.max_cost, round(self.cost, 6)))
 
     def _breach(self, agent, limit, threshold, observed, window=None):
         breach = {"limit": limit, "threshold": threshold, "observed": observed, "turns": agent.turns,
@@ -260,6 +268,10 @@ class Engine:
         t0 = time.monotonic()
         agent.turns += 1
         agent.emit("turn_started")
+        if agent.compaction:
+            self.compactions += 1
+            thread.compact(self, agent, **agent.compaction)
+            agent.compaction = None
         if agent.inbox:
             agent.window.extend(agent.inbox)
             agent.inbox = []
@@ -300,10 +312,10 @@ class Engine:
                    provider=reply.provider, cost=reply.cost)
         agent.emit("usage", profileId=agent.profile.slug, modelId=agent.profile.model_id, tokens=reply.tokens,
                    cost=reply.cost, provider=reply.provider)
-        self._count_usage(agent, reply.tokens)
+        self._count_usage(agent, reply.tokens, reply.cost)
         if reply.text:
             agent.emit("assistant_message", text=reply.text)
-        agent.ending, agent.succession, agent.forks, agent.wait = None, None, [], False
+        agent.ending, agent.succession, agent.forks = None, None, []
         chars = len(reply.text or "") + sum(len(c.args.get("program") or "") for c in reply.tool_calls
                                             if c.name == "submit_program")
         if agent.profile.mode == "responses_as_code":
@@ -317,24 +329,36 @@ class Engine:
         else:
             self._outcome(agent, "progressed", responseChars=chars)
         self._timing(agent, t0, t1, t2)
+        thread.stamp(agent.window, agent.turns)
+        if self.stopping:
+            raise self.stopping
         self._close(agent)
         self._ceilings(agent)
 
     def _breakdown(self, agent, msgs):
+        by_source, total, fullness = self.bands(agent, msgs)
+        agent.emit("context_breakdown", bySource=by_source, totalTokens=total,
+                   windowLimit=self.window_limit(agent), fullness=fullness)
+
+    def window_limit(self, agent):
+        return agent.params("context-window-override").get("windowLimit") \
+            if agent.profile.enabled("context-window-override") else DEFAULT_WINDOW
+
+    def bands(self, agent, msgs):
+        """The window's tokens per band (in band order), its total and its fullness."""
         totals = dict.fromkeys(BANDS, 0)
         for m in msgs:
             totals[m["source"]] += m["tokens"]
         total = sum(totals.values())
-        limit = agent.params("context-window-override").get("windowLimit") \
-            if agent.profile.enabled("context-window-override") else DEFAULT_WINDOW
-        agent.emit("context_breakdown", bySource=[{"source": b, "tokens": totals[b]} for b in BANDS],
-                   totalTokens=total, windowLimit=limit, fullness=round(total / limit, 6))
+        return [{"source": b, "tokens": totals[b]} for b in BANDS], total, round(total / self.window_limit(agent), 6)
 
-    def _count_usage(self, agent, tokens):
+    def _count_usage(self, agent, tokens, cost):
         slot = self.slots.setdefault((agent.profile.slug, agent.profile.model_id), {})
         for key, value in tokens.items():
             if value is not None:
                 slot[key] = slot.get(key, 0) + value
+        if cost:
+            self.cost += next((cost[k] for k in ("comparable", "actual") if cost.get(k) is not None), 0)
 
     def _outcome(self, agent, outcome, error=None, error_type=None, **extra):
         is_error = outcome == "error"
@@ -415,11 +439,8 @@ class Engine:
             child = self.spawn(agent, args.get("agent"), args.get("prompt"))
             return f"spawned {child.id}", json.dumps({"agentId": child.id})
         if name == "wait_for_subagents":
-            pending = [h for h in agent.children if not h.done]
-            if pending:
-                agent.wait = True
-                return f"waiting for {len(pending)}", "waiting; the results arrive when every subagent has returned"
-            return "nothing to wait for", self._collect(agent) or "no subagents are running"
+            results = self.wait(agent, args.get("ids"))
+            return f"{len(results)} returned", json.dumps(results)
         if name == "send_message":
             self.send(agent, args.get("to"), args.get("message"))
             return f"sent to {args.get('to')}", "sent"
@@ -473,15 +494,37 @@ class Engine:
     def _current(self, agent):
         return agent.handle.agent if agent.handle else agent
 
-    def _collect(self, agent):
-        results = []
-        for h in agent.children:
-            if h.done and not h.collected:
-                h.collected = True
-                results.append(f"{h.agent.id} ({h.agent.profile.slug}) returned: {h.summary}")
-        return "\n".join(results)
+    def wait(self, agent, ids=None):
+        """wait_for_subagents: the awaited children (every uncollected one when `ids` is None) run to
+        their end inside the call while `agent` is blocked; returns their subagent results."""
+        if ids is None:
+            handles = [h for h in agent.children if not h.collected]
+        else:
+            known = {h.id: h for h in agent.children}
+            unknown = [i for i in ids if i not in known]
+            if unknown:
+                raise ToolError("not-found", f"no subagent of this agent is called {', '.join(map(repr, unknown))}")
+            handles = [known[i] for i in ids]
+        pending = [h for h in handles if not h.done]
+        if pending:
+            if self.stopping:
+                raise _stopped(self.stopping)
+            agent.status = "blocked"
+            agent.emit("agent_status", status="blocked", waitingOn=", ".join(h.id for h in pending))
+            try:
+                while not all(h.done for h in pending):
+                    self._round([h.agent for h in pending if not h.done])
+            except SessionOver as over:
+                self.stopping = over
+            agent.status = "running"
+            agent.emit("agent_status", status="running")
+            if self.stopping:
+                raise _stopped(self.stopping)
+        for h in handles:
+            h.collected = True
+        return [{"id": h.id, "status": h.status, "summary": h.summary} for h in handles]
 
-    # -- turn close: endings, successions, forks, waits ------------------------------------
+    # -- turn close: endings, successions, forks ------------------------------------------
     def _close(self, agent):
         if agent.ending:
             self._end(agent, agent.ending[1])
@@ -490,24 +533,14 @@ class Engine:
             self._succeed(agent, *agent.succession)
         for fork_id, prompt in agent.forks:
             self._fork(agent, fork_id, prompt)
-        if agent.wait and agent.status == "running":
-            pending = [h.agent.id for h in agent.children if not h.done]
-            if pending:
-                agent.blocked = True
-                agent.emit("agent_status", status="blocked", waitingOn=", ".join(pending))
 
     def _end(self, agent, summary):
         agent.status = "done"
         handle = agent.handle
-        handle.done, handle.summary = True, summary
+        handle.done, handle.status, handle.summary = True, "completed", summary
         if handle is not self.root_handle:  # the root's chain ending ends the session
             agent.emit("agent_returned", summary=summary)
             agent.emit("agent_status", status="done")
-            spawner = self._current(agent.parent)
-            if spawner.blocked and all(h.done for h in spawner.children):
-                spawner.blocked, spawner.resumed = False, True
-                spawner.inbox.append(message("user", self._collect(spawner), "tool_output"))
-                spawner.emit("agent_status", status="running")
         self.telemetry.flush()
 
     def _succeed(self, agent, kind, target, prompt):
@@ -564,7 +597,7 @@ class Engine:
         spawned = [a for a in self.agents if a.id != "root"]
         summary = {
             "terminalStatus": status, "agentsSpawned": len(self.agents), "subagentCount": len(spawned),
-            "maxSubagentDepth": max((a.depth for a in self.agents), default=0), "compactions": 0,
+            "maxSubagentDepth": max((a.depth for a in self.agents), default=0), "compactions": self.compactions,
             "ranOutOfContext": False, "contextOverflowCount": 0, "issueReviews": 0, "reviewCycles": 0,
             "issuesReopened": 0, "executionMode": self.spec.root.mode if self.spec.root.mode != "machine"
             else self.spec.profile(self.spec.root.states[0].agent).mode,
@@ -586,6 +619,12 @@ class Engine:
         self.telemetry.emit("session_summary", root, summary=summary)
         self.telemetry.emit("session_ended", root, status=status)
         self.telemetry.flush()
+
+
+def _stopped(over):
+    """The failure a wait ends in when the run stops while children run inside it."""
+    return ToolError("limit-exceeded" if over.breach else "other",
+                     f"the run stopped ({over.status}) while this agent waited on its subagents")
 
 
 def _full(tokens):

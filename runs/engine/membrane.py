@@ -24,7 +24,7 @@ from surfaces.catalogue import BY_ID, ENDINGS
 from surfaces.grants import Grants
 from runs.engine import messages
 from runs.engine.tools import ToolError, Workspace
-from runs.engine.tools.views import Window
+from runs.engine.tools.views import SEARCH_RESULTS, Window
 
 # Caps on the operator's record (seeds/004 "Caps on the operator's record").
 MAX_CALLS_DESCRIBED = 500
@@ -35,6 +35,7 @@ MAX_LOG_LINES, MAX_LOG_BYTES, MAX_LOG_LINE_BYTES = 200, 16 * 1024, 2 * 1024
 SUMMARY_PREVIEW_BYTES = 160
 DEFAULT_TIMEOUT_SECS = 30
 DEFAULT_MAX_MEMORY_BYTES = 256 * 1024 * 1024
+BLOCKING = {"delegation.wait_for_subagents"}  # calls during which other agents take their turns
 
 
 class Library:
@@ -87,6 +88,7 @@ class AgentContext:
     lib: Library = field(default_factory=Library)
     programs: list | None = None  # the program library ({id, turn, source, ok, error}); None when not kept
     delegation: object = None  # optional engine hook: spawn(request)->handle, wait(ids)->results, send(id, message)
+    thread: object = None  # optional engine hook on the history: archive(ranges)->reclaim report, position(views)
     turn: int = 0
 
     @property
@@ -103,7 +105,6 @@ class ProgramOutcome:
     succession: tuple | None = None  # ("delegation.exec", {agent, prompt}) or ("delegation.transition_state", {...})
     forks: list = field(default_factory=list)  # [{"id", "prompt"}]: dispatched at turn close
     delegations: list = field(default_factory=list)  # [(operation, args)] for the loop: spawn / wait / send
-    waits: list = field(default_factory=list)  # board issue ids the agent waits on
     compaction: dict | None = None  # the last context.compact of the program
     rerun: str | None = None  # a programs.rerun hand-over (already withheld when it must not run)
     model_messages: list = field(default_factory=list)  # [(heading, body)]: notices first, the error last
@@ -130,6 +131,7 @@ class Membrane:
     def __init__(self, ctx, outcome):
         self.ctx, self.outcome = ctx, outcome
         self.deadline = time.monotonic() + ctx.timeout_secs
+        self.blocked_seconds = 0.0  # time spent blocked in a wait: the program's budget does not run
         self.host_seconds = 0.0
         self.described = self.calls_suppressed = 0
         self.refusals = self.refusals_suppressed = 0
@@ -210,6 +212,10 @@ class Membrane:
         except Exception as exc:  # a defect in a tool must not take the program down with a trap
             result = ("err", {"code": "other", "operation": BY_ID[op_id].key, "message": f"gg failed: {exc}"})
             self.log("error", f"`{op_id}` raised inside gg: {_clip(repr(exc), MAX_FAILURE_TEXT_BYTES)}")
+        if op_id in BLOCKING:
+            blocked = time.monotonic() - started
+            self.deadline += blocked
+            self.blocked_seconds += blocked
         if describe:
             record = {"type": "api_result", "operation": op_id, "ok": result[0] == "ok"}
             if result[0] == "err":
@@ -262,10 +268,25 @@ class Membrane:
         word = {"file": "file", "text": "text", "docs": "documentation"}[view.kind]
         self.view_record("opened", "debug", f"the program {action} the {word} view `{view.selector}` (~{view.tokens} tokens)")
 
-    def closed(self, selector, count):
-        if count:
-            self.view_record("closed", "debug", f"the program closed the view `{selector}`")
-        return count
+    def closed(self, selector, views, action=None, detail=None):
+        """Record closed views; a close that gave tokens back is a `context_managed` (nothing for none)."""
+        if not views:
+            return 0
+        self.view_record("closed", "debug", f"the program closed the view `{selector}`")
+        kinds = {v.kind for v in views}
+        if action is None:
+            action = {"docs": "close_docs_views", "file": "evict_file_views"}.get(kinds.pop() if len(kinds) == 1 else "",
+                                                                             "close_text_views")
+            if action == "close_text_views" and selector == SEARCH_RESULTS:
+                action = "close_search_views"
+        words = {"close_docs_views": "documentation", "evict_file_views": "file", "close_text_views": "text",
+                 "close_search_views": "search-results"}
+        record = {"type": "context_managed", "action": action, "reclaimedTokens": sum(v.tokens for v in views),
+                  "items": len(views), "detail": detail or f"{len(views)} {words[action]} view(s)"}
+        if action != "close_search_views" and self.ctx.thread is not None:
+            record["earliestRemoved"] = self.ctx.thread.position(views)
+        self.emit(record)
+        return len(views)
 
     def remaining(self):
         return max(0.0, self.deadline - time.monotonic())

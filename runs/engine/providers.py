@@ -14,6 +14,7 @@ read in order by every incarnation that uses it. A reply is any of::
     {"program": "import gg\\n..."}                      # a code agent's submit_program
     {"toolCalls": [{"name": "read_file", "args": {"path": "a.txt"}}], "text": "optional"}
     {"delayMs": 200, ...}                              # the model takes this long to answer
+    {"cost": 0.25, ...}                                # what the call cost, in US dollars
     {"error": "model_timeout"}                         # the call fails with this error type
 """
 
@@ -106,8 +107,9 @@ class ScriptedProvider:
             tool_calls.append(ToolCall(f"call-{self.call_ids}", name, args))
         prompt = sum(estimate_tokens(m.get("content") or "") for m in request.messages)
         output = estimate_tokens(reply.get("text", "") + json.dumps([c.args for c in tool_calls]))
+        cost = {"comparable": reply["cost"], "actual": reply["cost"]} if "cost" in reply else None
         return Reply(text=reply.get("text", ""), tool_calls=tool_calls, tokens=_tokens(prompt, output),
-                     finish_reason="tool_calls" if tool_calls else "stop", provider=self.name)
+                     finish_reason="tool_calls" if tool_calls else "stop", provider=self.name, cost=cost)
 
 
 class OpenAIProvider:

@@ -130,7 +130,7 @@ class _Ticker:
 
 
 _TICKER = _Ticker()
-_ACTIVE = threading.local()  # the membrane whose program is running on this thread
+_ACTIVE = threading.local()  # (membrane, store) of the program running on this thread: a wait nests another
 
 
 class Trap(Exception):
@@ -182,14 +182,19 @@ class Sandbox:
     @staticmethod
     def _operation_func(op_id, names):
         def host(*args):
-            return _ACTIVE.membrane.call(op_id, dict(zip(names, args)))
+            membrane, store = _ACTIVE.run
+            blocked = membrane.blocked_seconds
+            result = membrane.call(op_id, dict(zip(names, args)))
+            if membrane.blocked_seconds != blocked:  # other agents ran meanwhile: re-arm what is left
+                store.set_epoch_deadline(_ticks(membrane.remaining()))
+            return result
 
         return host
 
     @staticmethod
     def _feedback_func(fn):
         def host(*args):
-            _ACTIVE.membrane.feedback(fn, *args)
+            _ACTIVE.run[0].feedback(fn, *args)
 
         return host
 
@@ -199,8 +204,9 @@ class Sandbox:
         store = Store(ENGINE)
         store.set_wasi(WasiConfig())  # nothing preopened, inherited or granted; required all the same
         store.set_limits(memory_size=max_memory_bytes)
-        store.set_epoch_deadline(max(1, int(timeout_secs / TICK_SECS)))
-        _ACTIVE.membrane = membrane
+        store.set_epoch_deadline(_ticks(timeout_secs))
+        outer = getattr(_ACTIVE, "run", None)  # the waiting program whose call this one runs inside
+        _ACTIVE.run = (membrane, store)
         try:
             instance = self.linker.instantiate(store, self.component)
             run = instance.get_func(store, "run")
@@ -211,7 +217,11 @@ class Sandbox:
             text = str(exc)
             raise Trap(classify_trap(text), text) from None
         finally:
-            _ACTIVE.membrane = None
+            _ACTIVE.run = outer
+
+
+def _ticks(seconds):
+    return max(1, int(seconds / TICK_SECS))
 
 
 def _module_record(module):

@@ -8,6 +8,7 @@ text the model reads back, and the store kinds whose `*_state` snapshot the call
 
 import json
 
+from runs.engine import thread
 from runs.engine.tools import ToolError
 
 S, I = {"type": "string"}, {"type": "integer"}
@@ -134,10 +135,30 @@ def _search_archive(ctx, args):
     return f"{len(result['hits'])} hits", _text(result), ()
 
 
-def _not_in_engine(name):
-    def handler(ctx, args):
-        raise ToolError("unavailable", f"`{name}` is not carried out by the built-in engine")
-    return handler
+def _archive_thread(ctx, args):
+    ranges = _arg(args, "ranges", list)
+    if not all(isinstance(r, dict) for r in ranges):
+        raise ToolError("invalid-argument", "each range is an object {from, to} of turn numbers")
+    report = thread.archive(ctx, [(_arg(r, "from", int), _arg(r, "to", int)) for r in ranges])
+    return report["detail"], _text(report), ()  # archive emits its own context_managed and archive_state
+
+
+def _evict_file_view(ctx, args):
+    report = thread.evict_file_views(ctx, _arg(args, "path", str, False))
+    return report["detail"], _text(report), ()
+
+
+def _compact(ctx, args):
+    summary = _arg(args, "summary")
+    if not summary.strip():
+        raise ToolError("invalid-argument", "a compaction needs a summary")
+    ctx.compaction = {"summary": summary, "files": _arg(args, "files", list, False) or []}  # the last one stands
+    return "compaction declared", "the window is compacted to your summary when the next turn starts", ()
+
+
+def _wait_for_issue(ctx, args):
+    raise ToolError("unavailable", "`wait_for_issue` is not carried out by the built-in engine: it does not "
+                                   "dispatch board issues to implementers and reviewers")
 
 
 MEMORY_ARGS = _schema(["name", "body"], name=S, description=S, body=S)
@@ -171,17 +192,18 @@ TOOLS = {
                              _board("set_issue_blocked_by", "issue_id", "blocked_by")),
     "remove_epic": (_schema(["epic_id"], epic_id=S), _board("remove_epic", "epic_id")),
     "remove_issue": (_schema(["issue_id"], issue_id=S), _board("remove_issue", "issue_id")),
-    "wait_for_issue": (_schema(["issue_id"], issue_id=S), _not_in_engine("wait_for_issue")),
-    "evict_file_view": (_schema(["path"], path=S), _not_in_engine("evict_file_view")),
-    "archive_thread": (_schema([]), _not_in_engine("archive_thread")),
+    "wait_for_issue": (_schema(["issue_id"], issue_id=S), _wait_for_issue),
+    "evict_file_view": (_schema([], path=S), _evict_file_view),
+    "archive_thread": (_schema(["ranges"], ranges={"type": "array", "items": _schema(["from", "to"], **{"from": I, "to": I})}),
+                       _archive_thread),
     "search_archive": (_schema(["query"], query=S), _search_archive),
-    "compact": (_schema([]), _not_in_engine("compact")),
+    "compact": (_schema(["summary"], summary=S, files=STRINGS), _compact),
 }
 
 # The loop's own tools: delegation (who runs next) and the endings (synthetic, by role).
 LOOP_TOOLS = {
     "spawn_subagent": _schema(["agent", "prompt"], agent=S, prompt=S),
-    "wait_for_subagents": _schema([]),
+    "wait_for_subagents": _schema([], ids=STRINGS),
     "send_message": _schema(["to", "message"], to=S, message=S),
     "exec": _schema(["agent"], agent=S, prompt=S),
     "fork": _schema(["prompt"], prompt=S),

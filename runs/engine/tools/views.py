@@ -12,6 +12,7 @@ MAX_TEXT_VIEW_BYTES = 65_536
 MAX_VIEW_LABEL_BYTES = 200
 MAX_FILE_VIEW_BYTES = 65_536
 KIND_WORDS = {"file": "file", "text": "text", "docs": "documentation"}
+SEARCH_RESULTS = "search results"  # the text view a documentation search opens (and replaces)
 
 
 @dataclass
@@ -49,14 +50,16 @@ class Window:
         return "opened"
 
     def close(self, selector, kinds=("file", "text")):
-        before = len(self.views)
-        self.views = [v for v in self.views if not (v.kind in kinds and v.selector == selector)]
-        return before - len(self.views)
+        """Close the views of `kinds` under `selector`; returns the closed views."""
+        return self._drop(lambda v: v.kind in kinds and v.selector == selector)
 
     def close_kind(self, kind):
-        before = len(self.views)
-        self.views = [v for v in self.views if v.kind != kind]
-        return before - len(self.views)
+        return self._drop(lambda v: v.kind == kind)
+
+    def _drop(self, matches):
+        closed = [v for v in self.views if matches(v)]
+        self.views = [v for v in self.views if not matches(v)]
+        return closed
 
 
 def text_view(label, body):
