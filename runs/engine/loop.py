@@ -54,7 +54,8 @@ def message(role, content, source, **extra):
     msg = {"role": role, "content": content, "source": source, **extra}
     fingerprint = json.dumps([role, content, extra.get("toolCalls"), extra.get("toolCallId")], sort_keys=True)
     msg["id"] = "m-" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
-    msg["tokens"] = estimate_tokens((content or "") + json.dumps(extra.get("toolCalls") or []))
+    calls = extra.get("toolCalls")
+    msg["tokens"] = estimate_tokens((content or "") + (json.dumps(calls) if calls else ""))
     return msg
 
 

@@ -24,7 +24,7 @@ class View:
 
     @property
     def tokens(self):
-        return estimate_tokens(self.heading) + estimate_tokens(self.body)
+        return estimate_tokens(self.message())  # what the view's message costs the window
 
     def message(self):
         """The user message that carries the view into the window."""
