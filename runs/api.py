@@ -21,7 +21,8 @@ from runs.models import IngestToken, Run
 from runs.views import ndjson_response
 
 
-def _bearer_user(request):
+def bearer_user(request):
+    """The active user whose `IngestToken` the request's ``Authorization: Bearer <key>`` names, or None."""
     header = request.headers.get("Authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
@@ -32,7 +33,8 @@ def _bearer_user(request):
     return token.user
 
 
-def _unauthorized(message):
+def unauthorized(message):
+    """A 401 JSON response naming what is missing, with the Bearer challenge."""
     response = JsonResponse({"error": message}, status=401)
     response["WWW-Authenticate"] = 'Bearer realm="gg console"'
     return response
@@ -51,8 +53,8 @@ def run_events(request, run):
 
 
 def _get(request, ref):
-    if not (request.user.is_authenticated or _bearer_user(request)):
-        return _unauthorized("Log in or send Authorization: Bearer <token>.")
+    if not (request.user.is_authenticated or bearer_user(request)):
+        return unauthorized("Log in or send Authorization: Bearer <token>.")
     run = selectors.run_resolve(ref)
     if run is None:
         return JsonResponse({"error": f"No run {ref!r}."}, status=404)
@@ -67,9 +69,9 @@ def _get(request, ref):
 
 
 def _post(request, ref):
-    user = _bearer_user(request)
+    user = bearer_user(request)
     if user is None:
-        return _unauthorized("Send Authorization: Bearer <ingest token>.")
+        return unauthorized("Send Authorization: Bearer <ingest token>.")
     run = selectors.run_resolve(ref)
     created = False
     if run is None:

@@ -6,6 +6,7 @@ rebuildable from the log (`manage.py rebuild_projections`).
 """
 
 import secrets
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
@@ -60,7 +61,8 @@ class Run(models.Model):
     turn_count = models.PositiveIntegerField(default=0)
     call_count = models.PositiveIntegerField(default=0)  # api_call + tool_call openings
     error_turn_count = models.PositiveIntegerField(default=0)
-    error_turns = models.JSONField(default=dict, blank=True)  # {error kind/type: n}
+    error_turns = models.JSONField(default=dict, blank=True)  # {error kind: n}
+    error_types = models.JSONField(default=dict, blank=True)  # {error kind: {errorType: n}}
     tool_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}
     api_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}; never summed with tools
     usage = models.JSONField(default=dict, blank=True)  # summed usage deltas: tokens + cost
@@ -120,9 +122,21 @@ class Agent(models.Model):
     api_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}
     tool_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}
     error_turns = models.JSONField(default=dict, blank=True)  # {error kind: n}
+    error_types = models.JSONField(default=dict, blank=True)  # {error kind: {errorType: n}}
     error_turn_count = models.PositiveIntegerField(default=0)
     usage = models.JSONField(default=dict, blank=True)  # this agent's summed usage deltas (same shape as Run.usage)
     open_api_calls = models.PositiveIntegerField(default=0)  # api_call brackets still open (legacy bridged tool pairs)
+
+    # Context (context_breakdown): {band: tokens} summed over the agent's turns, and its latest
+    # breakdown ({bands: {band: tokens}, totalTokens, windowLimit, fullness}), so the Arms and Stores
+    # pages and the report never re-read the log.
+    context_bands = models.JSONField(default=dict, blank=True)
+    last_breakdown = models.JSONField(null=True, blank=True)
+
+    # Suspended time (agent_status blocked -> its next status): closed suspensions summed, and the
+    # stamp of the open one, if the agent is blocked now.
+    suspended = models.DurationField(default=timedelta(0))
+    blocked_since = models.DateTimeField(null=True, blank=True)
     first_seq = models.PositiveBigIntegerField(default=0)
 
     class Meta:

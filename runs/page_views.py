@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from runs import selectors as run_selectors
-from runs.api import _bearer_user, _unauthorized
+from runs.api import bearer_user, unauthorized
 from runs.models import Run
 from runs.pages import selectors as sel
 from runs.report import build_report
@@ -74,15 +74,15 @@ def run_refusals(request, pk):
 def run_arms(request, pk):
     run = _run(pk)
     return render(request, "runs/arms.html", run_context(
-        run, "arms", comparison=sel.arms_comparison(run, sel.run_agents(run))))
+        run, "arms", comparison=sel.arms_comparison(sel.run_agents(run))))
 
 
 @login_not_required
 @require_GET
 def api_report(request, run):
     """GET /api/runs/<run>/report: the run report (runs.report) for a logged-in user or a token."""
-    if not (request.user.is_authenticated or _bearer_user(request)):
-        return _unauthorized("Log in or send Authorization: Bearer <token>.")
+    if not (request.user.is_authenticated or bearer_user(request)):
+        return unauthorized("Log in or send Authorization: Bearer <token>.")
     found = run_selectors.run_resolve(run)
     if found is None:
         return JsonResponse({"error": f"No run {run!r}."}, status=404)

@@ -19,6 +19,8 @@ What is read, per spec/stream.md:
   ``session_ended`` agents still running/blocked become ``failed`` for the five failure statuses
   and ``done`` otherwise. The run is ``running`` until ``session_ended`` names its status (a
   ``queued`` run becomes ``running`` with its first gg record; ``interrupted`` is left alone).
+  Suspended time: from ``blocked`` to the agent's next status (or ``agent_returned``), by gg's
+  stamps; suspensions still open at ``session_ended`` close there.
 * Holdings and stores (§4.20, §4.26, §7.4): one Holding per ``agent_modules`` row in reported order
   (disabled kinds too); a ModuleStore per enabled non-empty ``moduleId``; its snapshot is the latest
   ``*_state`` record naming it (a snapshot may arrive before the roster naming its store). Streams
@@ -26,8 +28,11 @@ What is read, per spec/stream.md:
 * Surface (§4.21): ``agent_surface`` as reported; the role from the ending calls offered.
 * Counts (§4.7, §4.8, §7.5): calls on the opening half (``api_call`` by operation, ``tool_call`` by
   name); failure classes off the results, tools and APIs kept apart, never summed; error turns from
-  ``turn_outcome``; turns from ``turn_started``. Legacy program calls bridged as a tool pair inside
+  ``turn_outcome`` by kind (``error``), and by type (``errorType``) under its kind; turns from
+  ``turn_started``. Legacy program calls bridged as a tool pair inside
   an open ``api_call`` bracket of the same agent are not counted twice (§10).
+* Context (§4.13, §7.4): per agent, each ``context_breakdown`` band summed over its turns, and its
+  latest breakdown (the store cost per holder reads the holder's band there).
 * Usage (§4.10, §4.11, §7.5): the sum of ``usage`` deltas, each token class null-aware, per run, per
   (profile, model) and per agent; ``slot_usage`` rollups kept apart (latest per key), never added.
 """
@@ -35,7 +40,7 @@ What is read, per spec/stream.md:
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from django.db import connection
 
@@ -191,23 +196,37 @@ def event_columns(obj: dict):
 
 
 def parse_timestamp(value):
-    """gg's RFC 3339 stamp (nanoseconds allowed) -> aware datetime, or None."""
+    """gg's RFC 3339 stamp (nanoseconds allowed) -> aware datetime, or None.
+
+    A stamp without an offset is read as UTC (gg writes UTC), so stamps can always be subtracted.
+    """
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value)
+        parsed = datetime.fromisoformat(value)
     except ValueError:
-        pass
-    # Trim a fraction longer than Python reads (older Pythons read at most 6 digits).
-    head, dot, rest = value.partition(".")
-    if dot:
+        # Trim a fraction longer than Python reads (older Pythons read at most 6 digits).
+        head, dot, rest = value.partition(".")
+        if not dot:
+            return None
         digits = len(rest) - len(rest.lstrip("0123456789"))
         value = f"{head}.{rest[:min(digits, 6)]}{rest[digits:]}"
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return None
-    return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+
+
+def breakdown_bands(rec: dict) -> dict:
+    """A context_breakdown's ``bySource`` as {band: tokens}: a band listed twice is summed, an empty
+    band left out (a missing band reads as 0, spec/stream.md §4.13)."""
+    out = {}
+    for row in rec.get("bySource") or ():
+        if isinstance(row, dict) and _num(row.get("tokens")):
+            source = _text(row.get("source"), _SHORT_MAX)
+            out[source] = out.get(source, 0) + row["tokens"]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,6 +291,22 @@ def _bump(counter: dict, key: str, n: int = 1) -> None:
     counter[key] = counter.get(key, 0) + n
 
 
+def _bump_type(counter: dict, kind: str, error_type: str) -> None:
+    _bump(counter.setdefault(kind, {}), error_type)
+
+
+def _resume(agent: Agent, at) -> bool:
+    """Close the agent's open suspension at `at` (clamped at 0 for stamps out of order); True if
+    one was open. Without a stamp to close it the suspension ends unmeasured."""
+    since = agent.blocked_since
+    if since is None:
+        return False
+    if at is not None:
+        agent.suspended += max(at - since, timedelta(0))
+    agent.blocked_since = None
+    return True
+
+
 # ---------------------------------------------------------------------------------------------
 # Run reset (rebuild)
 
@@ -287,6 +322,7 @@ RUN_PROJECTION_FIELDS = [
     "call_count",
     "error_turn_count",
     "error_turns",
+    "error_types",
     "tool_failures",
     "api_failures",
     "usage",
@@ -304,7 +340,7 @@ def reset_run(run: Run) -> None:
     run.capability_set = None
     run.summary = None
     run.agent_count = run.turn_count = run.call_count = run.error_turn_count = 0
-    run.error_turns, run.tool_failures, run.api_failures = {}, {}, {}
+    run.error_turns, run.error_types, run.tool_failures, run.api_failures = {}, {}, {}, {}
     run.usage, run.slot_usage = {}, {}
 
 
@@ -475,8 +511,11 @@ class Projector:
         final = "failed" if status in FAILED_SESSION_STATUSES else "done"
         self._load_all_agents()
         for a in self.agents.values():
+            changed = _resume(a, ended)  # open suspensions close (spec/stream.md §7.1)
             if a.status in OPEN_AGENT_STATUSES:
                 a.status = final
+                changed = True
+            if changed:
                 self.dirty_agents.add(a.agent_id)
 
     def _turn_started(self, seq, rec, agent):
@@ -493,6 +532,23 @@ class Projector:
             agent.error_turn_count += 1
             _bump(self.run.error_turns, kind)
             self.run.error_turn_count += 1
+            error_type = rec.get("errorType")
+            if error_type:  # the specific type, kept under its kind
+                error_type = _text(error_type, _SHORT_MAX)
+                _bump_type(agent.error_types, kind, error_type)
+                _bump_type(self.run.error_types, kind, error_type)
+
+    def _context_breakdown(self, seq, rec, agent):
+        bands = breakdown_bands(rec)
+        for band, tokens in bands.items():
+            _bump(agent.context_bands, band, tokens)
+        total = _num(rec.get("totalTokens"))
+        agent.last_breakdown = {
+            "bands": bands,
+            "totalTokens": total if total is not None else sum(bands.values()),
+            "windowLimit": _num(rec.get("windowLimit")),
+            "fullness": _num(rec.get("fullness")),
+        }
 
     def _usage(self, seq, rec, agent):
         tokens, cost = rec.get("tokens"), rec.get("cost")
@@ -563,10 +619,19 @@ class Projector:
 
     def _agent_status(self, seq, rec, agent):
         status = rec.get("status")
-        if status:
-            agent.status = _text(status, 32)
+        if not status:
+            return
+        status = _text(status, 32)
+        at = parse_timestamp(rec.get("timestamp"))
+        if status == "blocked":
+            if agent.blocked_since is None:  # a repeated `blocked` continues the same suspension
+                agent.blocked_since = at
+        else:
+            _resume(agent, at)
+        agent.status = status
 
     def _agent_returned(self, seq, rec, agent):
+        _resume(agent, parse_timestamp(rec.get("timestamp")))
         agent.status = "done"
         summary = rec.get("summary")
         agent.returned = summary if isinstance(summary, str) else _text(summary, 10**6)
@@ -733,6 +798,7 @@ _HANDLERS = {
     "session_ended": Projector._session_ended,
     "turn_started": Projector._turn_started,
     "turn_outcome": Projector._turn_outcome,
+    "context_breakdown": Projector._context_breakdown,
     "usage": Projector._usage,
     "slot_usage": Projector._slot_usage,
     "api_call": Projector._api_call,

@@ -69,6 +69,11 @@ def build_report(run: Run) -> dict:
             "calls": a.call_count,
             "errorTurns": a.error_turn_count,
             "errorTurnsByKind": a.error_turns,
+            "errorTurnsByType": sel.error_types_flat(a.error_types),
+            "suspendedSeconds": a.suspended.total_seconds(),
+            "blockedSince": _iso(a.blocked_since),
+            "contextBands": a.context_bands,
+            "lastContext": a.last_breakdown,
             "apiFailures": a.api_failures,
             "toolFailures": a.tool_failures,
             "holdings": [_holding(h) for h in held.get(a.pk, ())],
@@ -82,7 +87,7 @@ def build_report(run: Run) -> dict:
 
     stores = sel.store_index(run, agents, holdings)
     divergences = sel.run_divergences(run, agents, holdings)
-    arms = sel.arms_comparison(run, agents)
+    arms = sel.arms_comparison(agents)
     usage = header["usage"]
     return {
         "version": REPORT_VERSION,
@@ -99,6 +104,7 @@ def build_report(run: Run) -> dict:
                        "divergences": len(divergences), "refused": refusals["refused"],
                        "refusalsSuppressed": refusals["suppressed"]},
             "errorTurnsByKind": run.error_turns,
+            "errorTurnsByType": sel.error_types_flat(run.error_types),
             "apiFailures": run.api_failures,
             "toolFailures": run.tool_failures,
             "usage": {"source": usage["source"], "tokens": usage["tokens"], "cost": usage["cost"],
@@ -111,7 +117,10 @@ def build_report(run: Run) -> dict:
             "kind": s.kind,
             "sharing": s.sharing,
             "holders": [{"agentId": h.agent.agent_id, "origin": h.origin, "writable": h.writable,
-                         "scope": h.scope or None} for h in s.holders],
+                         "scope": h.scope or None, "costTokens": s.holder_costs[h.agent.agent_id]}
+                        for h in s.holders],
+            "dropped": s.dropped,
+            "releasedBy": s.released_by,
             "lifetime": [{"event": r["event"], "agentId": r["agent"], "fromAgentId": r["from_agent"] or None,
                           "transition": r["transition"] or None, "otherModuleId": r["other"] or None}
                          for r in s.lifetime],

@@ -32,6 +32,16 @@ def test_overview_shows_the_capability_set_and_limits(viewer_client, run):
     assert "&quot;scope&quot;: &quot;inherited&quot;" in capability_set  # the declared values, as JSON text
 
 
+def test_overview_error_turns_by_kind_with_types_beneath(viewer_client, run):
+    html = get(viewer_client, "detail", run.pk)
+    assert rows(html, "data-error-kind") == [("program_fault", "program_fault 1× program_unknown_name 1×")]
+    multi = load("multi", "multi_agent.ndjson")
+    html = get(viewer_client, "detail", multi.pk)
+    assert rows(html, "data-error-kind") == [("program_fault", "program_fault 2× program_throw 2×"),
+                                             ("model_api", "model_api 1× model_length_capped 1×"),
+                                             ("transpile", "transpile 1× transpile_syntax 1×")]
+
+
 # -- Agents ----------------------------------------------------------------------------------------
 
 def test_roster_is_the_forest_with_successions_and_forks_tagged(viewer_client, run):
@@ -46,11 +56,20 @@ def test_roster_is_the_forest_with_successions_and_forks_tagged(viewer_client, r
     assert "↳ fork" in text["root.f1"]
     assert "⇢ exec" in text["writer-b"]
     assert "⇢ fsm · verify" in text["writer-c"]
-    # profile, model, mode, language, docViewTypes, role, status, turns, calls, error turns, failed calls
+    # profile, model, mode, language, docViewTypes, role, status, turns, calls, error turns, failed calls, suspended
     assert text["root"].split() == ["root", "root", "vendor/big", "responses_as_code", "python", "return+errors",
-                                    "standard", "done", "2", "9", "1", "4"]
+                                    "standard", "done", "2", "9", "1", "4", "0.0s"]
     assert text["AUTH-1.0r"].split() == ["AUTH-1.0r", "reviewer", "vendor/small", "tool_calling", "—", "—",
-                                         "review", "done", "1", "4", "0", "1"]
+                                         "review", "done", "1", "4", "0", "1", "0.0s"]
+
+
+def test_suspended_time_on_the_roster_and_the_agent_page(viewer_client):
+    multi = load("multi", "multi_agent.ndjson")
+    roster = dict(rows(get(viewer_client, "agents", multi.pk), "data-agent"))
+    # root was blocked on its subagents from 10:00:06.850 to 10:00:23.427
+    assert roster["root"].split()[-1] == "16s" and roster["agent-0"].split()[-1] == "0.0s"
+    html = get(viewer_client, "agent", multi.pk, "root")
+    assert dict(rows(html, "id"))["suspended"] == "16s suspended (blocked)"
 
 
 # -- One agent -------------------------------------------------------------------------------------
@@ -100,6 +119,7 @@ def test_agent_page_holdings_failures_programs_and_context(viewer_client, run):
     holdings = dict(rows(html, "data-kind"))
     assert holdings["memories"] == "memories memories-0 yes created yes isolated"
     assert holdings["archive"] == "archive — off created yes —"  # disabled kinds are rows too
+    assert rows(html, "data-error-kind") == [("program_fault", "program_fault 1× program_unknown_name 1×")]
     api = html[html.index('id="api-failures"'):][:400]
     assert "unavailable</code> <b>3×" in api and "not-found</code> <b>1×" in api
     programs = html[html.index('id="programs"'):]
@@ -146,6 +166,37 @@ def test_stores_one_row_per_store_with_holders_lifetime_and_contents(viewer_clie
     assert "csv-tools unread" in text["skills-0"]
     assert "Login form &lt;em&gt;" in html  # board issue title, escaped
     assert "&lt;b&gt;bold&lt;/b&gt;" in html  # archive preview, escaped
+
+
+def test_store_cost_per_holder_is_its_band_in_the_holders_latest_context(viewer_client, run):
+    html = get(viewer_client, "stores", run.pk)
+
+    def costs(store):
+        section = html[html.index(f'id="store-{store}"'):]
+        section = section[:section.index("</table>")]
+        return {agent: text.split()[-1] for agent, text in rows(section, "data-holder")}
+
+    assert costs("memories-0") == {"root": "40", "root.f1": "0"}  # root's latest memory band; the fork's is empty
+    assert costs("history-3") == {"writer-a": "890", "writer-b": "810", "writer-c": "700"}  # history: the whole window
+    assert costs("board-0") == {"root": "—", "root.f1": "—", "AUTH-1.0r": "—"}  # no band carries the board
+    assert 'data-lifetime=' not in html  # nothing released here
+
+
+def test_a_store_is_dropped_only_when_every_holder_released_it(viewer_client):
+    multi = load("multi", "multi_agent.ndjson")
+    html = get(viewer_client, "stores", multi.pk)
+    # agent-1's exec dropped tasks-1, its only holder (the fork got a copy, tasks-2)
+    assert [(s, t) for s, t in rows(html, "data-lifetime")] == [("dropped", "dropped")]
+    assert 'data-lifetime="dropped"' in html[html.index('id="store-tasks-1"'):html.index('id="store-tasks-2"')]
+    # the same drop while the fork still links the store: released by one holder, held by the other
+    lines = (STREAMS / "multi_agent.ndjson").read_text().replace(
+        '{"kind":"tasks","disposition":"copied","fromModuleId":"tasks-1","toModuleId":"tasks-2"}',
+        '{"kind":"tasks","disposition":"linked","fromModuleId":"tasks-1","toModuleId":"tasks-1"}').replace(
+        '"moduleId":"tasks-2","enabled":true,"origin":"forked"', '"moduleId":"tasks-1","enabled":true,"origin":"forked"')
+    linked = Run.objects.create(name="linked")
+    ingest.append_lines(linked, lines.encode().splitlines())
+    html = get(viewer_client, "stores", linked.pk)
+    assert rows(html, "data-lifetime") == [("held", "held · released by 1 of 2")]
 
 
 # -- Divergences -----------------------------------------------------------------------------------

@@ -35,3 +35,15 @@ def test_page_queries_do_not_grow_with_events(viewer_client, django_assert_max_n
             assert viewer_client.get(small_url).status_code == 200
         with django_assert_max_num_queries(len(captured), info=large_url):
             assert viewer_client.get(large_url).status_code == 200
+
+
+def test_arms_stores_and_report_read_context_off_the_projections(viewer_client):
+    run = make_run("bands", 8 + 11 * 180)  # the opening records, then 180 whole turns
+    for url in (reverse("runs:arms", args=[run.pk]), reverse("runs:stores", args=[run.pk]),
+                reverse("runs:api_report", args=[run.pk])):
+        with CaptureQueriesContext(connection) as captured:
+            assert viewer_client.get(url).status_code == 200
+        assert not [q["sql"] for q in captured if "context_breakdown" in q["sql"]], url
+    # and the figures are the projection's: docs_view is turn % 50 on every root turn
+    root = run.agents.get(agent_id="root")
+    assert root.context_bands["docs_view"] == sum(t % 50 for t in range(1, root.turns + 1))

@@ -1,6 +1,7 @@
 """The fold, fixture by fixture: each authored stream projects to exactly what spec/stream.md says."""
 
 import json
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
@@ -207,6 +208,11 @@ def test_multi_agent_counts_failures_and_errors(multi):
     assert agents["agent-2"].error_turns == {"program_fault": 2} and agents["agent-2"].error_turn_count == 2
     assert multi.error_turns == {"model_api": 1, "transpile": 1, "program_fault": 2}
     assert multi.error_turn_count == 4
+    # errorType kept under its kind, per agent and per run
+    assert agents["agent-0"].error_types == {"model_api": {"model_length_capped": 1}, "transpile": {"transpile_syntax": 1}}
+    assert multi.error_types == {"model_api": {"model_length_capped": 1}, "transpile": {"transpile_syntax": 1},
+                                 "program_fault": {"program_throw": 2}}
+    assert agents["root"].error_types == {}
     assert all(a.open_api_calls == 0 for a in agents.values())
 
 
@@ -247,6 +253,18 @@ def test_multi_agent_statuses(multi):
         "agent-5": "done",
     }
     assert agents["agent-3"].returned == "core ported to Java"
+    # root waited on its subagents: blocked at 10:00:06.850, running again at 10:00:23.427
+    assert agents["root"].suspended == timedelta(seconds=16.577) and agents["root"].blocked_since is None
+    assert all(a.suspended == timedelta(0) for k, a in agents.items() if k != "root")
+
+
+def test_multi_agent_context_bands_and_latest_breakdown(multi):
+    agents = agents_of(multi)
+    # every band summed over the agent's three turns; empty bands left out
+    assert agents["agent-0"].context_bands == {"system": 3420, "user_prompt": 900, "memory": 80}
+    assert agents["root"].context_bands == {"system": 6060, "user_prompt": 300, "memory": 80, "task_list": 60}
+    assert agents["root"].last_breakdown == {"bands": {"system": 4260, "memory": 80, "task_list": 60},
+                                             "totalTokens": 4400, "windowLimit": 200000, "fullness": 0.022}
 
 
 def test_multi_agent_event_columns(multi):
@@ -368,3 +386,54 @@ def test_failed_result_without_a_class_is_unclassified_and_reviewer_apis_make_a_
     assert agents["r"].role == "review" and agents["j"].role == "judge"
     assert agents["j"].tool_failures == {"unclassified": 1}
     assert agents["j"].error_turns == {"fatal": 1}
+
+
+def test_suspensions_close_at_the_next_status_and_at_session_end():
+    from runs import ingest
+    from runs.models import Run
+
+    def at(second, **rec):
+        return {"timestamp": f"2026-08-03T10:00:{second:02d}.250000000Z", **rec}
+
+    run = Run.objects.create(name="clocks")
+    ingest.append(run, [
+        at(0, type="agent_status", agentId="a", status="blocked", waitingOn="issue AUTH-1.0"),
+        at(2, type="agent_status", agentId="a", status="blocked"),  # still the same suspension
+        at(5, type="agent_status", agentId="a", status="running"),
+        at(7, type="agent_status", agentId="b", status="blocked"),
+        at(9, type="agent_returned", agentId="b", summary="done"),  # returned: done, no longer waiting
+        at(10, type="agent_status", agentId="a", status="blocked"),
+        at(11, type="agent_status", agentId="c", status="blocked"),
+        at(8, type="agent_status", agentId="c", status="running"),  # a stamp out of order counts 0, never less
+    ])  # fmt: skip
+    agents = agents_of(run)
+    assert agents["a"].suspended == timedelta(seconds=5) and agents["b"].suspended == timedelta(seconds=2)
+    assert agents["c"].suspended == timedelta(0)
+    # a is blocked now: its open suspension is stamped, not yet counted
+    assert agents["a"].blocked_since == datetime(2026, 8, 3, 10, 0, 10, 250000, tzinfo=timezone.utc)
+    ingest.append(run, [at(14, type="session_ended", status="completed")])
+    agents = agents_of(run)
+    assert (agents["a"].status, agents["a"].suspended, agents["a"].blocked_since) == ("done", timedelta(seconds=9), None)
+    assert agents["b"].suspended == timedelta(seconds=2)
+
+
+def test_error_types_and_context_bands_of_odd_records():
+    from runs import ingest
+    from runs.models import Run
+
+    run = Run.objects.create(name="odd-context")
+    ingest.append(run, [
+        {"type": "turn_outcome", "agentId": "a", "outcome": "error", "error": "model_api", "errorType": "model_timeout"},
+        {"type": "turn_outcome", "agentId": "a", "outcome": "error", "error": "model_api"},  # older: no type
+        {"type": "turn_outcome", "agentId": "a", "outcome": "error", "error": "model_api", "errorType": "model_timeout"},
+        {"type": "context_breakdown", "agentId": "a", "bySource": [
+            {"source": "docs_view", "tokens": 10}, {"source": "docs_view", "tokens": 5}, {"source": "board", "tokens": 7},
+            {"source": "memory", "tokens": "many"}, {"source": "skill", "tokens": True}, "junk"]},
+        {"type": "context_breakdown", "agentId": "a", "bySource": [{"source": "docs_view", "tokens": 1}], "totalTokens": 90,
+         "windowLimit": 100, "fullness": 0.9},
+    ])  # fmt: skip
+    a = agents_of(run)["a"]
+    assert a.error_turns == {"model_api": 3} and a.error_types == {"model_api": {"model_timeout": 2}}
+    # a band listed twice is summed; legacy bands kept; non-numbers dropped; no totalTokens: the bands' sum
+    assert a.context_bands == {"docs_view": 16, "board": 7}
+    assert a.last_breakdown == {"bands": {"docs_view": 1}, "totalTokens": 90, "windowLimit": 100, "fullness": 0.9}

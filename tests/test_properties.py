@@ -158,6 +158,12 @@ payloads = st.one_of(
                            "consecutiveErrors": small, "turns": small},
                           optional={"error": st.sampled_from(["model_api", "sandbox_limit"]),
                                     "errorType": st.sampled_from(["sandbox_timeout", "model_timeout"])}),
+    st.fixed_dictionaries({"type": st.just("context_breakdown"),
+                           "bySource": st.lists(st.fixed_dictionaries({
+                               "source": st.sampled_from(["system", "docs_view", "memory", "task_list", "board"]),
+                               "tokens": st.integers(0, 5000) | st.floats(0, 100)}), max_size=4)},
+                          optional={"totalTokens": st.integers(0, 10_000), "windowLimit": st.integers(1, 200_000),
+                                    "fullness": st.floats(0, 2)}),
     st.fixed_dictionaries({"type": st.just("api_call"), "operation": st.sampled_from(OPS)}),
     st.fixed_dictionaries({"type": st.just("api_result"), "operation": st.sampled_from(OPS), "ok": st.booleans()},
                           optional={"failure": failures}),

@@ -42,6 +42,7 @@ def test_run_section(viewer_client, run):
     assert r["counts"] == {"records": 120, "rejected": 0, "agents": 7, "turns": 8, "calls": 21, "errorTurns": 1,
                            "divergences": 4, "refused": 3, "refusalsSuppressed": 3}
     assert r["errorTurnsByKind"] == {"program_fault": 1}
+    assert r["errorTurnsByType"] == {"program_unknown_name": 1}
     assert r["apiFailures"] == {"not-found": 1, "unavailable": 3} and r["toolFailures"] == {"io-error": 1}
     # usage = the deltas; the slot_usage rollup (9999) is never added
     assert r["usage"]["source"] == "deltas"
@@ -68,6 +69,13 @@ def test_agents_section(viewer_client, run):
         (1, "board.create_issue", "gg.board.create_issue", "unavailable"),
         (2, "shell.shell", "gg.shell.shell", "unavailable"), (2, "shell.shell", "gg.shell.shell", "unavailable")]
     assert root["refusalsSuppressed"] == [{"turn": 2, "count": 3}]
+    assert (root["errorTurnsByKind"], root["errorTurnsByType"]) == ({"program_fault": 1}, {"program_unknown_name": 1})
+    assert (root["suspendedSeconds"], root["blockedSince"]) == (0.0, None)
+    assert root["contextBands"] == {"system": 2400, "user_prompt": 600, "docs_view": 1050, "search_results": 150,
+                                    "memory": 80, "history": 500}
+    assert root["lastContext"] == {"bands": {"system": 1200, "user_prompt": 300, "docs_view": 600,
+                                             "search_results": 150, "memory": 40, "history": 500},
+                                   "totalTokens": 2790, "windowLimit": 100000, "fullness": 0.0279}
     assert (agents["writer-b"]["predecessor"], agents["writer-b"]["transition"]) == ("writer-a", "exec")
     assert (agents["writer-c"]["transition"], agents["writer-c"]["fsmState"]) == ("fsm", "verify")
     assert (agents["root.f1"]["predecessor"], agents["root.f1"]["transition"], agents["root.f1"]["parentAgentId"]) == (
@@ -85,7 +93,10 @@ def test_stores_and_divergences_match_the_pages(viewer_client, run):
     stores_page = viewer_client.get(reverse("runs:stores", args=[run.pk])).content.decode()
     assert list(stores) == [s for s, _ in rows(stores_page, "data-store")]
     m0 = stores["memories-0"]
-    assert [(h["agentId"], h["origin"]) for h in m0["holders"]] == [("root", "created"), ("root.f1", "forked")]
+    assert [(h["agentId"], h["origin"], h["costTokens"]) for h in m0["holders"]] == [
+        ("root", "created", 40), ("root.f1", "forked", 0)]
+    assert [h["costTokens"] for h in stores["board-0"]["holders"]] == [None, None, None]
+    assert not any(s["dropped"] or s["releasedBy"] for s in doc["stores"])
     assert [(e["event"], e["agentId"]) for e in m0["lifetime"]] == [("created", "root"), ("linked", "root.f1")]
     assert stores["memories-2"]["contents"]["memories"][0]["name"] == "plan"
     assert [(e["event"], e["otherModuleId"]) for e in stores["memories-2"]["lifetime"]] == [
@@ -94,6 +105,18 @@ def test_stores_and_divergences_match_the_pages(viewer_client, run):
     assert [(d["kind"], d["agentId"]) for d in doc["divergences"]] == [
         (kind, agent) for (kind, _), (agent, _) in zip(rows(page, "data-divergence"), rows(page, "data-agent"))]
     assert set(doc["divergences"][0]) == {"kind", "agentId", "moduleKind", "declared", "observed", "cause"}
+
+
+def test_clocks_errors_and_dropped_stores_on_the_multi_agent_run(viewer_client):
+    doc = api(viewer_client, load("multi", "multi_agent.ndjson").pk).json()
+    assert doc["run"]["errorTurnsByType"] == {"model_length_capped": 1, "program_throw": 2, "transpile_syntax": 1}
+    agents = {a["agentId"]: a for a in doc["agents"]}
+    assert agents["root"]["suspendedSeconds"] == 16.577
+    assert agents["agent-2"]["errorTurnsByType"] == {"program_throw": 2}
+    stores = {s["moduleId"]: s for s in doc["stores"]}
+    assert (stores["tasks-1"]["dropped"], stores["tasks-1"]["releasedBy"]) == (True, ["agent-1"])
+    assert [h["costTokens"] for h in stores["history-2"]["holders"]] == [1400, 1800]
+    assert [s for s, store in stores.items() if store["dropped"]] == ["tasks-1"]
 
 
 def test_arms_in_the_report(viewer_client, run):

@@ -1,9 +1,9 @@
 """Reads behind the run pages and the JSON report (design.md "Reading the stream").
 
 Everything here reads the projections (Agent, Holding, ModuleStore, Run) first. Where a page needs
-the log itself (programs, context bands, refusals) it filters on the indexed columns (type, agent,
-ok/failure) and takes a bounded window, so a page costs the same number of queries whatever the
-length of the run.
+the log itself (programs, one agent's per-turn context chart, refusals) it filters on the indexed
+columns (type, agent, ok/failure) and takes a bounded window, so a page costs the same number of
+queries whatever the length of the run.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from runs.models import Agent, Event, Holding, ModuleStore, Run
-from runs.projections import MODULE_KINDS, classify
+from runs.projections import MODULE_KINDS, breakdown_bands, classify
 from surfaces.arms import ARMS, member_separator, spell, spelling_for
 from surfaces.catalogue import CAPABILITIES, ENDINGS, MODULES, MODULES_BY_ID, OPERATIONS, TOOLS
 
@@ -22,12 +22,12 @@ from surfaces.catalogue import CAPABILITIES, ENDINGS, MODULES, MODULES_BY_ID, OP
 PROGRAMS_SHOWN = 50
 CONTEXT_TURNS_SHOWN = 120
 REFUSALS_READ = 5000
-BANDS_READ = 50_000
 
 CONTEXT_BANDS = ("system", "user_prompt", "assistant", "tool_output", "compiler_error", "runtime_error",
                  "file_view", "text_view", "docs_view", "search_results", "skill", "memory", "task_list",
                  "history")
-ARM_BANDS = ("docs_view", "search_results")
+# The band a holder's store occupies in its context (spec/stream.md §7.4); history is the whole window.
+STORE_BANDS = {"memories": "memory", "tasks": "task_list", "skills": "skill"}
 ENDING_TOOLS = frozenset(t for e in ENDINGS.values() for t in e.tools)
 DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
 
@@ -57,6 +57,23 @@ def failed_calls(agent: Agent) -> int:
     """Failed calls on the agent's own surface (tools and APIs are never summed)."""
     surface = call_surface(agent)
     return sum((agent.api_failures if surface == "api" else agent.tool_failures).values())
+
+
+def error_tally(error_turns: dict, error_types: dict) -> list[dict]:
+    """Error turns by kind, most first, each with its types beneath (gg's errorType, most first):
+    [{kind, turns, types: [(type, n)]}]. Works for a run and for an agent alike."""
+    def most_first(counts):
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [{"kind": kind, "turns": n, "types": most_first(error_types.get(kind) or {})}
+            for kind, n in most_first(error_turns or {})]
+
+
+def error_types_flat(error_types: dict) -> dict:
+    """{errorType: n} across kinds: gg's own ``byType`` shape (session_summary.errors)."""
+    out = Counter()
+    for types in (error_types or {}).values():
+        out.update(types)
+    return dict(sorted(out.items()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,14 +228,6 @@ def agent_programs(run: Run, agent: Agent) -> tuple[list[dict], bool]:
     return programs, more
 
 
-def _bands(rec: dict) -> dict:
-    out = {}
-    for row in rec.get("bySource") or ():
-        if isinstance(row, dict) and isinstance(row.get("tokens"), (int, float)):
-            out[str(row.get("source"))] = out.get(str(row.get("source")), 0) + row["tokens"]
-    return out
-
-
 def agent_context_bands(run: Run, agent: Agent) -> dict:
     """The agent's context bands per turn (its latest CONTEXT_TURNS_SHOWN context_breakdowns),
     for the stacked chart: {turns: [{turn, total, window, bands: [(source, tokens)]}], bands, peak}."""
@@ -228,7 +237,7 @@ def agent_context_bands(run: Run, agent: Agent) -> dict:
     turns, seen_bands = [], set()
     for turn, raw in reversed(rows[:CONTEXT_TURNS_SHOWN]):
         rec = record(raw)
-        bands = _bands(rec)
+        bands = breakdown_bands(rec)
         seen_bands.update(k for k, v in bands.items() if v)
         total = rec.get("totalTokens") if isinstance(rec.get("totalTokens"), (int, float)) else sum(bands.values())
         window = rec.get("windowLimit") if isinstance(rec.get("windowLimit"), (int, float)) else None
@@ -250,6 +259,9 @@ class StoreView:
     holders: list = field(default_factory=list)  # [Holding] with .agent
     lifetime: list = field(default_factory=list)  # [{event, agent, from_agent, transition, other}]
     sharing: str = ""  # instance | carried | agent | run
+    holder_costs: dict = field(default_factory=dict)  # {agent_id: tokens in its latest context, or None}
+    released_by: list = field(default_factory=list)  # holders whose succession dropped the store
+    dropped: bool = False  # every holder has released it
 
     @property
     def module_id(self):
@@ -271,6 +283,18 @@ def _sharing(holders) -> str:
     if len(concurrent) <= 1:
         return "carried" if len(holders) > 1 else "instance"
     return "agent" if len({h.agent.profile_id for h in concurrent}) == 1 else "run"
+
+
+def holder_cost(holding: Holding):
+    """What the store costs its holder: the kind's band in the holder's latest context_breakdown
+    (history: the whole window); None where no band carries the kind or nothing was reported."""
+    latest = holding.agent.last_breakdown
+    if not latest:
+        return None
+    if holding.kind == "history":
+        return latest.get("totalTokens")
+    band = STORE_BANDS.get(holding.kind)
+    return latest["bands"].get(band, 0) if band else None
 
 
 def _transition_lifetime(agents: list[Agent]) -> dict[str, list[dict]]:
@@ -321,6 +345,12 @@ def store_index(run: Run, agents: list[Agent], holdings: list[Holding]) -> list[
                     "transition": "", "kind": view.kind, "other": "", "origin": first.origin if first else ""}]
         view.lifetime = created + [r for r in transitions.get(view.module_id, ()) if r["event"] != "created"]
         view.sharing = _sharing(view.holders)
+        view.holder_costs = {h.agent.agent_id: holder_cost(h) for h in view.holders}
+        # A store is dropped only when every holder has released it (spec/stream.md §7.4).
+        releases = {r["from_agent"] for r in view.lifetime if r["event"] == "dropped"}
+        holders = list(dict.fromkeys(h.agent.agent_id for h in view.holders))
+        view.released_by = [a for a in holders if a in releases]
+        view.dropped = bool(holders) and len(view.released_by) == len(holders)
     kind_rank = {k: i for i, k in enumerate(MODULE_KINDS)}
     return sorted(views.values(), key=lambda v: (kind_rank.get(v.kind, len(kind_rank)), v.kind, _id_key(v.module_id)))
 
@@ -525,38 +555,24 @@ def run_refusals(run: Run, agents: list[Agent]) -> dict:
 # Arms: the within-run comparison (seeds/000 "Per-agent arm fields")
 
 
-def _band_totals(run: Run) -> dict[str, Counter]:
-    """Per agent, the ARM_BANDS tokens summed over its turns' context_breakdowns."""
-    totals = defaultdict(Counter)
-    for agent_id, raw in (Event.objects.filter(run=run, type="context_breakdown").order_by("seq")
-                          .values_list("agent_id", "raw")[:BANDS_READ].iterator(chunk_size=2000)):
-        bands = _bands(record(raw))
-        for band in ARM_BANDS:
-            totals[agent_id][band] += bands.get(band, 0)
-        totals[agent_id]["turns"] += 1
-    return totals
-
-
-def arms_comparison(run: Run, agents: list[Agent]) -> dict:
+def arms_comparison(agents: list[Agent]) -> dict:
     """Agents grouped by (programLanguage, docViewTypes), side by side: calls per operation (tool
-    names for tool-calling agents), docs_view and search_results tokens, turns and error turns."""
-    bands = _band_totals(run)
+    names for tool-calling agents), docs_view and search_results tokens summed over every turn's
+    context, turns and error turns. Read off the projections alone."""
     arms = {}
     for agent in agents:
         key = (agent.program_language, agent.doc_view_types)
         arm = arms.setdefault(key, {"language": key[0], "doc_view_types": key[1], "agents": [], "turns": 0,
                                     "error_turns": 0, "calls": Counter(), "docs_view": 0, "search_results": 0,
-                                    "breakdowns": 0, "modes": set()})
+                                    "modes": set()})
         arm["agents"].append(agent)
         arm["modes"].add(agent.execution_mode)
         arm["turns"] += agent.turns
         arm["error_turns"] += agent.error_turn_count
         arm["calls"].update(agent.api_calls)
         arm["calls"].update(agent.tool_calls)
-        mine = bands.get(agent.agent_id, Counter())
-        arm["docs_view"] += mine["docs_view"]
-        arm["search_results"] += mine["search_results"]
-        arm["breakdowns"] += mine["turns"]
+        arm["docs_view"] += agent.context_bands.get("docs_view", 0)
+        arm["search_results"] += agent.context_bands.get("search_results", 0)
     ordered = sorted(arms.values(), key=lambda a: (not a["language"], a["language"], a["doc_view_types"]))
     for arm in ordered:
         arm["modes"] = sorted(m for m in arm["modes"] if m)

@@ -1,10 +1,12 @@
-"""Tags for the run pages: the divergence badge and the context-bands chart (inline SVG)."""
+"""Tags for the run pages: the divergence badge, error turns by kind and type, and the context-bands
+chart (inline SVG)."""
 
 import json
 
 from django import template
 
 from runs.pages.selectors import divergence_count as _divergence_count
+from runs.pages.selectors import error_tally
 
 register = template.Library()
 
@@ -22,6 +24,12 @@ BAR_GAP = 2
 @register.simple_tag
 def divergence_count(run):
     return _divergence_count(run)
+
+
+@register.inclusion_tag("runs/_error_turns.html")
+def error_turns(holder):
+    """A run's or an agent's error turns by kind, with gg's error types beneath each kind."""
+    return {"tally": error_tally(holder.error_turns, holder.error_types)}
 
 
 @register.inclusion_tag("runs/_context_chart.html")
