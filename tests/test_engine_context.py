@@ -210,8 +210,8 @@ def test_board_dispatch_is_refused_as_unavailable(tmp_path):
                 {"lead": [program("for call in (lambda: gg.board.wait_for_issue('X-1'),\n"
                                   "             lambda: gg.delegation.spawn_subagent(agent='kid', issue_id='X-1')):\n"
                                   "    try:\n        call()\n    except gg.core.ApiError as err:\n"
-                                  "        gg.views.open_text(err.operation, err.message)\n"
-                                  "gg.session.finish('refused')")]})
+                                  "        gg.views.open_text(err.operation, err.message)\n"),
+                          program("gg.session.finish('refused')")]})
     run, records = run_spec(data, tmp_path)
     assert schema_errors(records) == [] and run.status == "completed", of_type(records, "log")
     results = [(r["operation"], r["ok"], r.get("failure")) for r in of_type(records, "api_result")

@@ -44,6 +44,11 @@ def test_delegation_demo_fallback_fork_and_exec(tmp_path):
     assert tasks[-1]["moduleId"] == "tasks-0" and tasks[-1]["tasks"][0]["status"] == "done"
     statuses = [(r["agentId"], r["status"]) for r in of_type(records, "agent_status")]
     assert ("root", "blocked") in statuses and ("root", "running") in statuses
+    # The helper's whole session runs inside the lead's first wait_for_subagents call.
+    types = [(r["type"], r.get("agentId"), r.get("name")) for r in records]
+    start = types.index(("tool_call", "root", "wait_for_subagents"))
+    assert start < types.index(("agent_returned", "agent-0", None)) < types.index(
+        ("tool_result", "root", "wait_for_subagents"))
 
 
 def test_review_demo_requests_changes_then_approves(tmp_path):
@@ -59,7 +64,7 @@ def test_review_demo_requests_changes_then_approves(tmp_path):
     assert (tmp_path / "ws" / "greeting.txt").read_text() == "hello, world\n"
 
 
-def test_code_root_demo_reads_views_is_refused_and_finishes(tmp_path):
+def test_code_root_demo_reads_views_is_refused_delegates_tidies_and_finishes(tmp_path):
     run, records = run_spec(demo("code-root"), tmp_path)
     assert schema_errors(records) == []
     assert run.status == "completed", [r for r in of_type(records, "log")]
@@ -72,5 +77,23 @@ def test_code_root_demo_reads_views_is_refused_and_finishes(tmp_path):
     assert ("shell.shell", False, "unavailable") in calls
     assert calls[-1] == ("session.finish", True, None)
     assert of_type(records, "code_execution")[-1]["finished"].startswith("Read notes.txt")
+    assert all(r["ok"] for r in of_type(records, "code_execution"))
+    assert of_type(records, "memory_state")[-1]["count"] == 1
     views = [r for r in of_type(records, "context_message") if r.get("label") == "notes.txt"]
     assert views and views[0]["content"].startswith("File: notes.txt")
+    # The scout runs inside the coder's wait: its whole session lands inside the api_call bracket.
+    types = [(r["type"], r.get("agentId"), r.get("operation")) for r in records]
+    start = types.index(("api_call", "root", "delegation.wait_for_subagents"))
+    end = types.index(("api_result", "root", "delegation.wait_for_subagents"))
+    inside = records[start + 1:end]
+    assert [r["status"] for r in of_type(inside, "agent_status", "root")] == ["blocked", "running"]
+    assert of_type(inside, "agent_returned", "agent-0")[0]["summary"] == "The workspace holds notes.txt."
+    scout = [r for r in of_type(records, "context_message", "root") if r.get("label") == "scout"]
+    assert scout[0]["content"] == "View: scout\n\nagent-0 (completed): The workspace holds notes.txt."
+    evict, archive = of_type(records, "context_managed")
+    assert (evict["action"], evict["items"], evict["reclaimedTokens"]) == ("evict_file_views", 1, views[0]["tokens"])
+    assert archive["action"] == "archive_thread" and archive["items"] > 0
+    assert of_type(records, "archive_state")[-1]["count"] == archive["items"]
+    compaction = of_type(records, "compaction")[0]
+    assert compaction["strategy"] == "self-summarization" and compaction["retained"]["memories"] == 1
+    assert of_type(records, "session_summary")[0]["summary"]["compactions"] == 1
