@@ -221,3 +221,18 @@ def test_board_dispatch_is_refused_as_unavailable(tmp_path):
     views = {r["label"]: r["content"] for r in of_type(records, "context_message") if r.get("label")}
     assert "does not dispatch board issues" in views["wait_for_issue"]
     assert "spawn the subagent with a prompt" in views["spawn_subagent"]
+
+
+def test_a_tool_calling_eviction_stubs_the_read_and_reclaims_its_tokens(tmp_path):
+    data = spec([tool_agent("coder", FILES + [CONTEXT])],
+                {"coder": [call("read_file", path="a.txt"), call("evict_file_view", path="a.txt"),
+                           call("evict_file_view", path="a.txt"), call("finish", summary="ok")]},
+                workspace={"files": {"a.txt": "alpha\n" * 100}})
+    run, records = run_spec(data, tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed"
+    read = [r for r in of_type(records, "context_message") if r["role"] == "tool"][0]
+    (managed,) = of_type(records, "context_managed")  # the second eviction reclaimed nothing: no event
+    stub = [r for r in of_type(records, "context_message") if r.get("content") == "(the view of a.txt was evicted)"]
+    assert managed["action"] == "evict_file_views" and managed["items"] == 1
+    assert managed["reclaimedTokens"] == read["tokens"] - stub[0]["tokens"]
+    assert read["id"] not in {m["id"] for m in of_type(records, "prompt")[-1]["request"]}
