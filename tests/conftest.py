@@ -35,3 +35,10 @@ def viewer_client(client, viewer):
 def operator_client(client, operator):
     client.force_login(operator)
     return client
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests run last: Playwright's sync API keeps an event loop running on the main
+    thread for the rest of the session, where a later `asyncio.run()` would be refused."""
+    e2e = [item for item in items if "e2e" in item.keywords]
+    items[:] = [item for item in items if "e2e" not in item.keywords] + e2e
