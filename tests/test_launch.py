@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 
 from runs.launch import dispatch, services
+from runs.engine.spec import validate_spec
 from runs.launch.forms import LaunchForm
 from runs.models import Event, Run, SavedConfiguration
 from tests.launch_helpers import form_fields, wait_for_end
@@ -252,6 +253,37 @@ def test_rerun_of_an_imported_run_reads_its_gg_capability_set(operator_client):
     assert fields["limits.maxParallel"] == ["2"]
     form = LaunchForm.from_post(_querydict({**fields, "task": ["again"]}))
     assert form.validate() is not None, form.errors
+
+
+@pytest.mark.django_db
+def test_rerun_carries_the_fields_the_form_has_no_inputs_for(operator_client):
+    """gg's openingTurn, hooks, customInstructions, loopDetection, modelSlots, engine, maxCost: kept as
+    written through the form, so the re-run's spec is the original's."""
+    profile = {"slug": "lead", "name": "Lead", "modelId": "scripted/lead", "executionMode": "tool_calling",
+               "capabilities": [{"id": "read-file", "enabled": True, "implementation": "hard-cap",
+                                 "params": {"lineCap": 40}}],
+               "tools": ["read_file"],
+               "openingTurn": {"modules": ["memories"], "functions": []}, "customInstructions": "Be brief.",
+               "hooks": {"preTurn": ["echo hi"]}, "loopDetection": {"window": 4}, "modelSlots": {"fast": "m"}}
+    original = {"task": "Read.", "agents": [profile], "limits": {"maxTurns": 3, "maxCost": 0.5},
+                "provider": {"kind": "scripted", "script": {"lead": []}}, "engine": "builtin",
+                "modelSlots": {"default": "scripted/lead"}}
+    assert validate_spec(original)[1] == []
+    run = Run.objects.create(name="carried", source=Run.Source.ENGINE, launch_spec=original)
+    fields = form_fields(operator_client.get(reverse("runs:rerun", args=[run.pk])).content)
+    assert json.loads(fields["agents.0.extra"][0])["openingTurn"] == profile["openingTurn"]
+    form = LaunchForm.from_post(_querydict(fields))
+    assert form.validate() is not None, form.errors
+    assert form.spec == original
+
+    # Edited in the form: a field with its own input is refused there, named with the other problems.
+    fields["agents.0.extra"] = [json.dumps({"slug": "x", "customInstructions": "Be terse."})]
+    fields["limits.extra"] = ["[1]"]
+    form = LaunchForm.from_post(_querydict(fields))
+    assert form.validate() is None
+    assert form.errors_for("agents.0.extra") == ["'slug' has its own input; it is not written here"]
+    assert form.errors_for("limits.extra") == ["a JSON object of further fields"]
+    assert form.spec["agents"][0]["customInstructions"] == "Be terse."
 
 
 @pytest.mark.django_db

@@ -44,6 +44,13 @@ LIMITS = (("maxTurns", "Max turns (per agent)", int), ("maxRuntimeSecs", "Max ru
 PROVIDER_KINDS = (("demo", "Shipped scripted demo"), ("script", "Pasted script (JSON)"),
                   ("openai", "OpenAI-compatible endpoint"))
 WORKSPACE_FIELD = "workspace_zip"
+# What the form has inputs for; any other field of a spec (gg's openingTurn, hooks, customInstructions,
+# loopDetection, modelSlots, engine, limits such as maxCost, ...) rides in an "other fields" JSON
+# input, so a re-run reproduces the configuration it was opened from.
+FORM_TOP_LEVEL = ("name", "task", "agents", "limits", "provider", "workspace")
+FORM_PROFILE_FIELDS = ("slug", "name", "executionMode", "modelId", "programLanguage", "docViewTypes",
+                       "capabilities", "tools", "operations", "subagents")
+EXTRA_HELP = "a JSON object of fields this form has no inputs for ({}), kept as written"
 
 
 def dom_id(name):
@@ -178,6 +185,12 @@ class LaunchForm:
             "workspace_files": self._field("workspace.files", "Seed files (JSON, optional)", "textarea",
                                            _json_text((self.spec.get("workspace") or {}).get("files")),
                                            help="{\"path\": \"contents\"}: written over the workspace"),
+            "extra": self._field("extra", "Other run fields (JSON)", "textarea",
+                                 _json_text(_extra(self.spec, FORM_TOP_LEVEL)),
+                                 help=EXTRA_HELP.format("engine, hooks, modelSlots, ...")),
+            "limits_extra": self._field("limits.extra", "Other limits (JSON)", "textarea",
+                                        _json_text(_extra(self.spec.get("limits") or {}, [k for k, *_ in LIMITS])),
+                                        help=EXTRA_HELP.format("maxCost, maxModelRetries, ...")),
             "agents_slot": self._field("agents", kind="slot"),
             "limits_slot": self._field("limits", kind="slot"),
             "configuration": [
@@ -193,12 +206,12 @@ class LaunchForm:
         """Every input name the rendered form holds (the live validation refreshes each one's errors)."""
         view = self.view()
         names = [view[k].name for k in ("name", "task", "workspace", "workspace_files", "agents_slot",
-                                        "limits_slot")]
+                                        "limits_slot", "extra", "limits_extra")]
         names += [f.name for f in view["configuration"]]
         names += [f.name for f in view["limits"]] + [f.name for f in view["provider"]["fields"]]
         names.append(view["provider"]["kind"].name)
         for p in view["profiles"]:
-            names += [f.name for f in p["fields"].values()] + [p["slot"].name, p["allowlist"].name]
+            names += [f.name for f in p["fields"].values()] + [p["slot"].name, p["allowlist"].name, p["extra"].name]
             for cap in p["capabilities"]:
                 names += [cap["on"].name] + [f.name for f in cap["params"]]
             for row in p["roster"]:
@@ -265,6 +278,10 @@ class LaunchForm:
                                      help="one name per line: tool names for tool calling, operation ids for "
                                           "responses as code; empty = everything the capabilities offer"),
             "roster": roster, "states": states, "slot": self._field(p, kind="slot"),
+            "extra": self._field(f"{p}.extra", "Other profile fields (JSON)", "textarea",
+                                 _json_text(_extra(raw, FORM_PROFILE_FIELDS)),
+                                 help=EXTRA_HELP.format("openingTurn, hooks, customInstructions, loopDetection, "
+                                                        "modelSlots, ...")),
         }
 
     def _param_field(self, name, cap_id, param, default, value):
@@ -389,6 +406,10 @@ def _flags(value):
         return []
 
 
+def _extra(spec, own):
+    return {key: value for key, value in spec.items() if key not in own}
+
+
 def _json_text(value):
     return "" if value in (None, {}) else json.dumps(value, indent=2)
 
@@ -416,6 +437,7 @@ class _PostParser:
         files = self.json("workspace.files", "workspace.files")
         if files is not None:
             spec["workspace"] = {"files": files}
+        self.merge_extra(spec, "extra", "", FORM_TOP_LEVEL)
         self.sources["workspace"] = WORKSPACE_FIELD
         self.sources.setdefault("agents", "agents")
         self.sources.setdefault("limits", "limits")
@@ -454,6 +476,24 @@ class _PostParser:
             self.errors.append((path, f"not valid JSON: {exc}"))
             return None
 
+    def merge_extra(self, target, name, path, own):
+        """Fold an "other fields" JSON object into `target`; a field that has its own input is refused."""
+        extra = self.json(name, f"{path}.extra" if path else "extra")
+        if extra is None:
+            return
+        if not isinstance(extra, dict):
+            self.raw[name] = self.data.get(name, "")
+            self.errors.append((f"{path}.extra" if path else "extra", "a JSON object of further fields"))
+            return
+        for key, value in extra.items():
+            self.sources[f"{path}.{key}" if path else key] = name
+            if key in own:
+                self.raw[name] = self.data.get(name, "")
+                self.errors.append((f"{path}.{key}" if path else key, f"{key!r} has its own input; "
+                                                                       "it is not written here"))
+            else:
+                target[key] = value
+
     def indexes(self, prefix):
         pattern = re.compile(re.escape(prefix) + r"\.(\d+)\.")
         return sorted({int(m.group(1)) for key in self.data for m in [pattern.match(key)] if m})
@@ -472,6 +512,7 @@ class _PostParser:
             states = self.states(f, f"{path}.capabilities[0].params.states")
             profile["capabilities"] = [{"id": "fsm", "enabled": True, "params": {"states": states}}]
             self.sources[f"{path}.capabilities[0]"] = f"{f}.executionMode"
+            self.merge_extra(profile, f"{f}.extra", path, FORM_PROFILE_FIELDS)
             return profile
         profile["executionMode"] = self.text(f"{f}.executionMode", f"{path}.executionMode") or "tool_calling"
         if model := self.text(f"{f}.modelId", f"{path}.modelId"):
@@ -500,6 +541,7 @@ class _PostParser:
         roster = self.roster(f, path)
         if roster:
             profile["subagents"] = roster
+        self.merge_extra(profile, f"{f}.extra", path, FORM_PROFILE_FIELDS)
         return profile
 
     def capability(self, info, f, path):
@@ -569,6 +611,7 @@ class _PostParser:
             value = self.number(f"limits.{key}", f"limits.{key}", kind)
             if value is not None:
                 limits[key] = value
+        self.merge_extra(limits, "limits.extra", "limits", [k for k, *_ in LIMITS])
         return limits
 
     def provider(self):
