@@ -109,6 +109,30 @@ def test_cancel_while_waiting_stops_the_run_at_the_childs_turn_boundary(tmp_path
     assert records[-1]["type"] == "session_ended" and records[-1]["status"] == "canceled"
 
 
+@pytest.mark.parametrize("kid_replies, limits, status, limit", [
+    ([call("list_dir")] * 5, {"maxTurns": 3}, "exhausted", "turns"),
+    ([{"text": "prose"}] * 5, {"maxConsecutiveErrors": 2}, "limit_exceeded", "consecutive_errors"),
+])
+def test_a_subagents_own_ceiling_stops_it_alone_and_its_spawner_collects_the_status(
+        tmp_path, kid_replies, limits, status, limit):
+    data = spec([tool_agent("lead", [SUBAGENTS], subagents=ROSTER), tool_agent("kid", FILES)],
+                {"lead": [call("spawn_subagent", agent="kid", prompt="look"), call("wait_for_subagents"),
+                          call("finish", summary="the kid stopped")],
+                 "kid": kid_replies}, limits=limits)
+    run, records = run_spec(data, tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed", of_type(records, "log")
+    inside, result = bracket(records, "root", "tool_call", "tool_result", "wait_for_subagents")
+    assert result["ok"] is True
+    assert [r["breach"]["limit"] for r in of_type(records, "limit_exceeded")] == [limit]
+    assert of_type(inside, "limit_exceeded")[0]["agentId"] == "agent-0"
+    assert [r["status"] for r in of_type(inside, "agent_status", "agent-0")][-1] == "failed"
+    assert not of_type(records, "agent_returned")
+    returned = [r for r in of_type(records, "context_message", "root") if r["role"] == "tool"]
+    assert json.loads(returned[-1]["content"]) == [
+        {"id": "agent-0", "status": status, "summary": f"stopped by its {limit} ceiling ({status})"}]
+    assert "limitHit" not in of_type(records, "session_summary")[0]["summary"]
+
+
 def test_archive_thread_moves_closed_turns_out_of_the_window(tmp_path):
     data = spec([tool_agent("coder", FILES + [CONTEXT])],
                 {"coder": [call("list_dir"), call("read_file", path="a.txt"),

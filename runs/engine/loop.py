@@ -14,8 +14,11 @@ Per turn: turn_started → context_breakdown → context_message (new pool entri
 code_execution → turn_outcome → turn_timing. Successions are applied once the turn has closed:
 agent_transition on the outgoing stream, then the successor's opening under a fresh id.
 Ceilings (maxCost against the summed usage cost included) and an operator cancel are checked at
-turn boundaries, a child's inside a wait among them: a stop found there fails the wait, the
-waiting agent's turn closes, and the run ends. session_summary and session_ended close every run.
+turn boundaries, a child's inside a wait among them. A per-agent ceiling (maxTurns, the error
+ceilings) met by a subagent or fork stops that agent alone (`agent_status failed`); its spawner gets
+the status (`exhausted`, `limit_exceeded`) as the subagent's result. A run-wide stop (cancel,
+maxRuntimeSecs, maxCost, the root's own ceiling) found inside a wait fails the wait, the waiting
+agent's turn closes, and the run ends. session_summary and session_ended close every run.
 """
 
 import hashlib
@@ -45,9 +48,12 @@ ERROR_KINDS = ("model_api", "transpile", "program_fault", "sandbox_limit", "miss
 
 
 class SessionOver(Exception):
-    def __init__(self, status, breach=None):
+    """A stop. `agent` is set for a per-agent ceiling (maxTurns, the error ceilings): it stops that
+    agent alone, which a subagent or fork returns to its spawner; anything else ends the run."""
+
+    def __init__(self, status, breach=None, agent=None):
         super().__init__(status)
-        self.status, self.breach = status, breach
+        self.status, self.breach, self.agent = status, breach, agent
 
 
 def message(role, content, source, **extra):
@@ -239,8 +245,13 @@ class Engine:
         """One round: at most maxParallel of `agents` take a turn each, in spawn order."""
         for agent in agents[: self.spec.limits.max_parallel]:
             if agent.status == "running" and not self.root_handle.done:
-                self._boundary(agent)
-                self.turn(agent)
+                try:
+                    self._boundary(agent)
+                    self.turn(agent)
+                except SessionOver as over:
+                    if over.agent is None or over.agent.handle is self.root_handle:
+                        raise
+                    self._fail(over)
 
     def _boundary(self, agent):
         """What is checked before a turn starts: cancel, the wall clock, the agent's turn allowance."""
@@ -252,7 +263,7 @@ class Engine:
         if limits.max_runtime_secs and elapsed >= limits.max_runtime_secs:
             raise SessionOver("timed_out", self._breach(agent, "runtime", limits.max_runtime_secs, round(elapsed, 3)))
         if limits.max_turns and agent.turns >= limits.max_turns:
-            raise SessionOver("exhausted", self._breach(agent, "turns", limits.max_turns, agent.turns))
+            raise SessionOver("exhausted", self._breach(agent, "turns", limits.max_turns, agent.turns), agent)
         if limits.max_cost and self.cost >= limits.max_cost:
             raise SessionOver("limit_exceeded", self._breach(agent, "cost", limits.max_cost, round(self.cost, 6)))
 
@@ -382,13 +393,14 @@ class Engine:
         limits = self.spec.limits
         if limits.max_consecutive_errors and agent.consecutive >= limits.max_consecutive_errors:
             raise SessionOver("limit_exceeded", self._breach(agent, "consecutive_errors",
-                                                             limits.max_consecutive_errors, agent.consecutive))
+                                                             limits.max_consecutive_errors, agent.consecutive),
+                              agent)
         window = limits.error_rate_window
         if window and len(agent.recent) == window:
             rate = sum(agent.recent) / window
             if rate > limits.max_error_rate:
                 raise SessionOver("limit_exceeded", self._breach(agent, "error_rate", limits.max_error_rate,
-                                                                 rate, window))
+                                                                 rate, window), agent)
 
     # -- tool calling ----------------------------------------------------------------------
     def _tool_turn(self, agent, reply, offered):
@@ -542,6 +554,16 @@ class Engine:
         if handle is not self.root_handle:  # the root's chain ending ends the session
             agent.emit("agent_returned", summary=summary)
             agent.emit("agent_status", status="done")
+        self.telemetry.flush()
+
+    def _fail(self, over):
+        """A subagent's or fork's own ceiling: its chain stops and the spawner collects the status."""
+        agent = over.agent.handle.agent  # the chain's current incarnation
+        agent.status = "failed"
+        handle = agent.handle
+        handle.done, handle.status = True, over.status
+        handle.summary = f"stopped by its {over.breach['limit']} ceiling ({over.status})"
+        agent.emit("agent_status", status="failed")
         self.telemetry.flush()
 
     def _succeed(self, agent, kind, target, prompt):
