@@ -153,12 +153,13 @@ def member_separator(language):
 
 def surface_apis(language, grants):
     """The `agent_surface.apis` a code agent on this arm reports: one entry per module it binds a
-    function in, in presentation order; a module with nothing bound is absent."""
+    function in, in presentation order; a module with nothing bound is absent. The two retired
+    operations are left out: newer gg reports no surface carrying them."""
     the_arm = arm(language)
     apis = []
     for module in MODULES:
-        functions = [{"name": name, "operation": op_id}
-                     for name, op_id in the_arm.functions(module.id) if grants.permits(op_id)]
+        functions = [{"name": name, "operation": op_id} for name, op_id in the_arm.functions(module.id)
+                     if grants.permits(op_id) and not BY_ID[op_id].retired]
         if functions:
             apis.append({"module": module.id, "path": the_arm.module_path(module.id),
                          "description": module.brief, "functions": functions})

@@ -153,4 +153,10 @@ def test_surface_apis_is_the_granted_projection():
     everything = Grants(capabilities=[op.binding.capability for op in OPERATIONS if op.binding.capability],
                         machine=True)
     every = {f["operation"] for a in surface_apis("rust", everything) for f in a["functions"]}
-    assert every == set(BY_ID) - {"session.approve", "session.request_changes"}
+    assert every == set(BY_ID) - {"session.approve", "session.request_changes"} - {
+        op.id for op in OPERATIONS if op.retired}
+    read_file = Grants(capabilities=["read-file"], operations=["files.read_file", "files.read_text_file", "views.open_file"])
+    assert read_file.permits("files.read_text_file")  # still serviced: recorded streams carry it
+    assert {f["operation"] for a in surface_apis("python", read_file) for f in a["functions"]} \
+        == {"files.read_file", "views.open_file", "docs.search", "views.open_text", "views.open_docs_view",
+            "session.finish"}

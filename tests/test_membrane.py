@@ -203,9 +203,88 @@ def test_calls_described_are_capped_at_500(tmp_path):
     assert len(opened) == 100 and record["viewRecordsSuppressed"] == 420
 
 
-def test_a_malformed_call_is_invalid_argument_naming_the_sdk_complaint(tmp_path):
+def test_a_malformed_call_is_invalid_argument_naming_the_sdk_complaint_and_still_recorded(tmp_path):
     result = run(context(tmp_path, capabilities=["tasks"]), "import gg\ngg.tasks.add_task({'title': 'x'})")
     assert "`add_task` failed (invalid-argument)" in result.outcome.error and "'id'" in result.outcome.error
+    assert result.outcome.error_type == "program_api_error"
+    # The call the model made is on the stream like any other, failed with the SDK's class.
+    assert [r for r in result.records if r["type"] in ("api_call", "api_result")] == [
+        {"type": "api_call", "operation": "tasks.add_task"},
+        {"type": "api_result", "operation": "tasks.add_task", "ok": False, "failure": "invalid-argument"}]
+    assert result.of("code_execution")[0]["apiCalls"] == 1 and result.of("code_execution")[0]["toolCalls"] == 0
+
+
+def test_a_malformed_ungranted_call_is_refused_before_its_shape_is_judged(tmp_path):
+    result = run(context(tmp_path), "import gg\ngg.tasks.add_task(42)")
+    assert "`add_task` failed (unavailable)" in result.outcome.error and "is not available" in result.outcome.error
+    assert result.of("api_result") == [
+        {"type": "api_result", "operation": "tasks.add_task", "ok": False, "failure": "unavailable"}]
+
+
+def test_undocumented_calls_count_calls_without_a_documentation_view_from_an_earlier_turn(tmp_path):
+    ctx = context(tmp_path, capabilities=["read-file", "docview-close"])
+    ctx[0].workspace.write_file("a.txt", "alpha\n")
+    ctx[0].turn = 1
+    first = run(ctx, """
+        import gg
+        gg.views.open_docs_view("gg.files.read_file")
+        gg.files.read_file("a.txt")
+        gg.files.read_file("a.txt")
+    """)
+    assert first.of("code_execution")[0]["undocumentedCalls"] == {  # a view opened this turn does not count yet
+        "calls": 3, "operations": {"views.open_docs_view": 1, "files.read_file": 2}}
+    ctx[0].turn = 2
+    second = run(ctx, """
+        import gg
+        gg.files.read_file("a.txt")
+        gg.views.open_text("n", "x")
+    """)
+    assert second.of("code_execution")[0]["undocumentedCalls"] == {"calls": 1, "operations": {"views.open_text": 1}}
+    ctx[0].turn = 3
+    third = run(ctx, """
+        import gg
+        gg.docs.close("gg.files.read_file")
+        gg.files.read_file("a.txt")
+    """)
+    assert third.of("code_execution")[0]["undocumentedCalls"]["operations"] == {"docs.close": 1, "files.read_file": 1}
+
+
+def test_a_documented_program_reports_no_undocumented_calls(tmp_path):
+    ctx = context(tmp_path)
+    run(ctx, "import gg\ngg.views.open_docs_view('gg.views.open_text')")
+    ctx[0].turn = 1
+    result = run(ctx, "import gg\ngg.views.open_text('n', 'x')")
+    assert "undocumentedCalls" not in result.of("code_execution")[0]
+
+
+CSV_TOOLS = '''
+__all__ = ["cols"]
+def cols(s: str, sep=",") -> int:
+    """How many columns a line has."""
+    return len(s.split(sep))
+def rows(s):
+    return 2
+def _private():
+    pass
+'''
+
+
+def test_loading_code_opens_a_documentation_view_per_declared_function(tmp_path):
+    ctx = context(tmp_path, capabilities=["memories", "docview-close"])
+    result = run(ctx, f"""
+        import gg
+        gg.memories.write_memory(name="csv-tools", description="csv", body="b", code={CSV_TOOLS!r})
+        gg.memories.write_memory(name="broken", description="x", body="b", code="def (:")
+    """)
+    assert result.outcome.ok, result.outcome.error
+    docs = [v for v in result.outcome.views if v.kind == "docs"]
+    assert [v.selector for v in docs] == ["lib.csv_tools.cols"]  # __all__ decides; code that does not parse opens none
+    assert docs[0].heading == "Documentation: lib.csv_tools.cols"
+    assert "lib.csv_tools.cols(s: str, sep=',') -> int" in docs[0].body
+    assert "from lib import csv_tools" in docs[0].body and "How many columns a line has." in docs[0].body
+    assert "return len" not in docs[0].body  # documentation, never the source
+    closed = run(ctx, "import gg\ngg.docs.close('lib.csv_tools.cols')")  # closable like any other
+    assert closed.outcome.ok and ctx[0].window.find("docs", "lib.csv_tools.cols") is None
 
 
 def test_every_wit_shape_crosses_the_membrane_intact_both_ways(tmp_path, monkeypatch):

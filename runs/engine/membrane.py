@@ -23,8 +23,8 @@ from surfaces.arms import spell
 from surfaces.catalogue import BY_ID, ENDINGS
 from surfaces.grants import Grants
 from runs.engine import messages
-from runs.engine.tools import ToolError, Workspace
-from runs.engine.tools.views import SEARCH_RESULTS, Window
+from runs.engine.tools import ToolError, Workspace, docs
+from runs.engine.tools.views import SEARCH_RESULTS, Window, docs_view
 
 # Caps on the operator's record (seeds/004 "Caps on the operator's record").
 MAX_CALLS_DESCRIBED = 500
@@ -140,6 +140,7 @@ class Membrane:
         self.endings = []
         self.logs, self.log_count = [], 0
         self.module_errors = []
+        self.undocumented = {}  # op_id -> calls made with no documentation view of it from an earlier turn
 
     # -- the stream ---------------------------------------------------------------------------
     def emit(self, record):
@@ -160,6 +161,9 @@ class Membrane:
 
     # -- the guest's private channel ------------------------------------------------------------
     def feedback(self, fn, *args):
+        if fn == "malformed_call":
+            op_id, complaint = args
+            return self.call(op_id, None, complaint)[1]
         if fn == "log":
             self.log_count += 1
             line = args[0]
@@ -184,8 +188,11 @@ class Membrane:
         return kept
 
     # -- a call ---------------------------------------------------------------------------------
-    def call(self, op_id, args):
-        """One model-facing call: returns ("ok", value) or ("err", api-error) for the guest."""
+    def call(self, op_id, args, complaint=None):
+        """One model-facing call: returns ("ok", value) or ("err", api-error) for the guest.
+
+        `complaint` is set for a call whose arguments the SDK could not lower: it is recorded like
+        any other and, unless refused first, fails as invalid-argument with the SDK's complaint."""
         started = time.monotonic()
         self.outcome.api_calls += 1
         describe = self.described < MAX_CALLS_DESCRIBED
@@ -194,11 +201,15 @@ class Membrane:
             self.emit({"type": "api_call", "operation": op_id})
         else:
             self.calls_suppressed += 1
+        if not self.ctx.on_use_script and not self.documented(op_id):
+            self.undocumented[op_id] = self.undocumented.get(op_id, 0) + 1
         try:
             refusal = self.refusal(op_id)
             if refusal is not None:
                 self.note_refusal(op_id, refusal)
                 raise ToolError("unavailable", refusal)
+            if complaint is not None:
+                raise ToolError("invalid-argument", complaint)
             if time.monotonic() > self.deadline:
                 raise ToolError("limit-exceeded", f"the program's wall-clock budget of {self.ctx.timeout_secs:g} s is spent")
             handler = HANDLERS[op_id]
@@ -223,6 +234,13 @@ class Membrane:
             self.emit(record)
         self.host_seconds += time.monotonic() - started
         return result
+
+    def documented(self, op_id):
+        """Whether a documentation view of the operation stands in the window from an earlier turn
+        (stream spec §4.18 `undocumentedCalls`: a view arrives in the window on the turn after the
+        program that opened it)."""
+        key = self.spelled(op_id)
+        return any(v.kind == "docs" and v.selector == key and v.turn < self.ctx.turn for v in self.ctx.window.views)
 
     def refusal(self, op_id):
         """The refusal message, or None. Role before anything else for endings; never what would unlock it."""
@@ -263,6 +281,7 @@ class Membrane:
         self.emit(self.store(kind).snapshot())
 
     def place(self, view):
+        view.turn = self.ctx.turn
         action = self.ctx.window.open(view)
         self.outcome.views.append(view)
         word = {"file": "file", "text": "text", "docs": "documentation"}[view.kind]
@@ -306,8 +325,14 @@ class Membrane:
         return self.ctx.mint_agent_id()
 
     def load_code(self, name, source):
-        if source and source.strip():
-            self.ctx.lib.load(name, source)
+        """Load a code skill or code memory into lib and open a documentation view per function it
+        declares (seeds/003 "lib"); code that does not parse opens none (its load fails in the guest)."""
+        if not (source and source.strip()):
+            return
+        key = self.ctx.lib.load(name, source)
+        for entry in docs.lib_entries(key, name, source):
+            if self.ctx.window.find("docs", entry.key) is None:
+                self.place(docs_view(entry.key, entry.body))
 
     # -- the end of the program -------------------------------------------------------------------
     def finish(self, ok, error_text, error_type):
@@ -354,6 +379,8 @@ class Membrane:
             record["finished"] = outcome.ending[1]["summary"]
         if self.log_count > len(record["logs"]):
             record["logsSuppressed"] = self.log_count - len(record["logs"])
+        if self.undocumented:
+            record["undocumentedCalls"] = {"calls": sum(self.undocumented.values()), "operations": self.undocumented}
         for name, count in (("callsSuppressed", self.calls_suppressed), ("refusalsSuppressed", self.refusals_suppressed),
                             ("viewRecordsSuppressed", self.view_records_suppressed)):
             if count:

@@ -194,7 +194,7 @@ class Sandbox:
     @staticmethod
     def _feedback_func(fn):
         def host(*args):
-            _ACTIVE.run[0].feedback(fn, *args)
+            return _ACTIVE.run[0].feedback(fn, *args)
 
         return host
 

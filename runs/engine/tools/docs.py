@@ -5,6 +5,7 @@ Entries are projected from the catalogue (modules, operations), the arm's spelli
 Search shows only what `Grants.permits` allows — the same gate the membrane asks.
 """
 
+import ast
 import difflib
 import re
 from dataclasses import dataclass, field
@@ -168,6 +169,33 @@ def entries(language="python"):
             found[key] = Entry(key, "function", interface, key.rsplit(the_arm.sep, 1)[1], summary or f"{op_id}.",
                                body, op_id, _named(ok_type, type_keys),
                                [t for p in params for t in _named(p.split(":", 1)[1], type_keys)])
+    return found
+
+
+def lib_entries(key, name, source):
+    """The documentation entries of a loaded module (Python arm): one per function it declares —
+    those `__all__` names, else every public top-level function. None when the source does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    exported = [n for n in functions if not n.startswith("_")]
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            try:
+                exported = [n for n in ast.literal_eval(node.value) if n in functions]
+            except (ValueError, TypeError):
+                pass
+    found = []
+    for fn in exported:
+        node = functions[fn]
+        entry_key = f"lib.{key}.{fn}"
+        returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
+        doc = ast.get_docstring(node)
+        body = "\n".join([f"{entry_key}({ast.unparse(node.args)}){returns}", "",
+                          f"reached through: from lib import {key}", f"loaded from: {name}"] + (["", doc] if doc else []))
+        found.append(Entry(entry_key, "function", "lib", fn, (doc or "").split("\n", 1)[0], body))
     return found
 
 

@@ -21,6 +21,7 @@ class View:
     selector: str  # the label, the documentation key, or the file path
     body: str
     heading: str
+    turn: int = 0  # the agent's turn whose program placed it
 
     @property
     def tokens(self):

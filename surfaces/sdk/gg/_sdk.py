@@ -3,8 +3,9 @@
 Each binding function in wit_world.imports.<interface> is operation `<interface>.<name>`; the
 SDK function of the same name takes friendly Python (dicts or keyword arguments for records,
 "keep"/("set", x)/{"set": x} for variants, strings for enums), returns gg.core.Value records,
-and raises gg.core.ApiError: the host's error as it came, or `invalid-argument` when the
-arguments could not be lowered (the bindings' own complaint after it).
+and raises gg.core.ApiError: the host's error as it came. Arguments that cannot be lowered are
+still reported to the host (feedback.malformed-call), which records the call and answers the
+error: `invalid-argument` with the bindings' own complaint, or the refusal for an ungranted call.
 """
 
 import dataclasses
@@ -14,6 +15,7 @@ import inspect
 import typing
 
 from componentize_py_types import Err
+from wit_world.imports import feedback
 
 from gg.core import ApiError, Value
 
@@ -33,16 +35,6 @@ def _optional(hint):
     if typing.get_origin(hint) is typing.Union and type(None) in args and len(args) == 2:
         return next(a for a in args if a is not type(None))
     return None
-
-
-def _describe(hint):
-    if _optional(hint) is not None:
-        return f"{_describe(_optional(hint))} or None"
-    if typing.get_origin(hint) in (list, typing.List):
-        return "a list"
-    if isinstance(hint, type):
-        return {str: "a string", int: "an integer", float: "a number", bool: "a bool"}.get(hint, hint.__name__)
-    return str(hint)
 
 
 def _default(hint):
@@ -149,7 +141,7 @@ class _Variant:
             value = next(iter(value.items()))
         if isinstance(value, tuple) and len(value) == 2 and value[0] in self.cases:
             if value[0] in self.bare:  # a payload for a case that carries none
-                raise ValueError(f"not enough values to unpack (expected 1, got 0)")
+                raise ValueError("not enough values to unpack (expected 1, got 0)")
             return self.cases[value[0]](self.payloads[value[0]](value[1], where))
         raise TypeError(f"{where} must be one of {', '.join(repr(c) for c in self.cases)} "
                         f"(a bare name, or (name, value) for a case that carries one)")
@@ -272,6 +264,7 @@ def _wrap(namespace, key, fn):
     # Positional calls that leave out only defaulted trailing parameters skip Signature.bind.
     required = len(names) - len(defaults)
     tail = [defaults[n] for n in names[required:]]
+    operation = f"{namespace}.{key}"
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -286,7 +279,9 @@ def _wrap(namespace, key, fn):
                 values = [bound.arguments[n] for n in names]
             lowered = [convert(v, n) for (n, convert), v in zip(converters, values)]
         except (TypeError, ValueError) as exc:
-            raise ApiError(key, "invalid-argument", str(exc)) from None
+            # Still the program's call: the host records it and answers the error to throw.
+            error = feedback.malformed_call(operation, str(exc))
+            raise ApiError(error.operation, _error_code(error.code), error.message) from None
         try:
             result = fn(*lowered)
         except Err as err:
@@ -296,7 +291,7 @@ def _wrap(namespace, key, fn):
     call.__signature__ = inspect.Signature(
         [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                            default=defaults.get(n, inspect.Parameter.empty), annotation=hints[n]) for n in names])
-    call.__ggop__ = f"{namespace}.{key}"
+    call.__ggop__ = operation
     call.__module__ = f"gg.{namespace}"
     call.__qualname__ = key
     return call
