@@ -148,3 +148,55 @@ def test_a_tool_not_offered_is_refused_with_unavailable(tmp_path):
     result = of_type(records, "tool_result")[0]
     assert result["ok"] is False and result["failure"] == "unavailable"
     assert of_type(records, "agent_surface")[0]["tools"] == ["finish"]
+
+
+@pytest.mark.parametrize("scope, memories", [("isolated", "copied"), ("shared", "linked")])
+def test_a_fork_copies_window_and_tasks_links_the_board_and_its_memories_follow_their_scope(
+        tmp_path, scope, memories):
+    caps = [{"id": "subagents", "enabled": True, "params": {"maxDepth": 2}}, {"id": "fork", "enabled": True},
+            {"id": "tasks", "enabled": True}, {"id": "memories", "enabled": True, "params": {"scope": scope}},
+            {"id": "project-management", "enabled": True, "params": {"mergeAgent": "lead"}}]
+    data = spec([tool_agent("lead", caps)],
+                {"root": [call("add_task", id="t", title="T"), call("fork", prompt="try the other way"),
+                          call("wait_for_subagents"), call("finish", summary="done")],
+                 "agent-0": [call("finish", summary="tried")]})
+    run, records = run_spec(data, tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed", of_type(records, "log")
+    fork = of_type(records, "agent_transition", "root")[0]
+    assert fork["kind"] == "fork" and fork["toAgentId"] == "agent-0" and fork["profileId"] == "lead"
+    rows = {row["kind"]: row for row in fork["modules"]}
+    assert [row["kind"] for row in fork["modules"]] == ["history", "memories", "tasks", "board", "skills", "archive"]
+    assert rows["history"]["disposition"] == "copied"
+    assert rows["history"]["fromModuleId"] != rows["history"]["toModuleId"]
+    assert rows["tasks"] == {"kind": "tasks", "disposition": "copied", "fromModuleId": "tasks-0",
+                             "toModuleId": "tasks-1"}
+    assert rows["board"] == {"kind": "board", "disposition": "linked", "fromModuleId": "board-0",
+                             "toModuleId": "board-0"}
+    assert rows["memories"]["disposition"] == memories
+    assert (rows["memories"]["fromModuleId"] == rows["memories"]["toModuleId"]) == (memories == "linked")
+    # The copy opens under its fresh id with the lead's turn count and the copied task list.
+    assert opening_types(records, "agent-0")[:3] == ["agent_spawned", "agent_modules", "agent_surface"]
+    assert of_type(records, "agent_spawned", "agent-0")[0]["parentAgentId"] == "root"
+    assert of_type(records, "tasks_state", "agent-0")[0]["tasks"][0]["id"] == "t"
+    assert of_type(records, "turn_outcome", "agent-0")[0]["turns"] == 3
+
+
+def test_exec_carries_what_both_hold_drops_what_the_successor_lacks_and_initializes_the_new(tmp_path):
+    roster = [{"agent": "next", "description": "", "scopes": ["subagent"]}]
+    data = spec([tool_agent("first", [{"id": "tasks", "enabled": True}, {"id": "exec", "enabled": True}],
+                            subagents=roster),
+                 tool_agent("next", [{"id": "memories", "enabled": True}])],
+                {"first": [call("add_task", id="t", title="T"), call("exec", agent="next", prompt="carry on")],
+                 "next": [call("finish", summary="done")]})
+    run, records = run_spec(data, tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed", of_type(records, "log")
+    exec_ = of_type(records, "agent_transition", "root")[0]
+    assert exec_["kind"] == "exec" and exec_["toAgentId"] == "agent-0" and exec_["profileId"] == "next"
+    rows = {row["kind"]: row for row in exec_["modules"]}
+    assert rows["history"]["disposition"] == "carried"
+    assert rows["history"]["fromModuleId"] == rows["history"]["toModuleId"]
+    assert rows["tasks"] == {"kind": "tasks", "disposition": "dropped", "fromModuleId": "tasks-0"}
+    assert rows["memories"] == {"kind": "memories", "disposition": "initialized", "toModuleId": "memories-0"}
+    modules = {m["kind"]: m for m in of_type(records, "agent_modules", "agent-0")[0]["modules"]}
+    assert modules["tasks"]["enabled"] is False and modules["memories"]["origin"] == "created"
+    assert modules["history"]["origin"] == "transferred"
