@@ -18,7 +18,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 
 from django.db.models import Max
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 
 from runs.models import Agent, Event, Run
 from runs.projections import _text
@@ -66,7 +66,9 @@ class Row:
     args: str = ""
     failure: str = ""
     output: str = ""  # program output (console.* lines), shown collapsed
-    href: str = ""  # the agent chip's link; empty while the run has one agent
+    # The agent chip's link: None while the run has one agent (no chip), "" for an agent no URL
+    # can name (a chip without a link).
+    href: str | None = None
 
     @property
     def time(self):
@@ -369,11 +371,15 @@ class FeedState:
         return self.profiles.get(slug, slug)
 
     def href(self, seq, agent_id):
-        """The agent chip's link, on rows of a run that has more than one agent by then."""
+        """The agent chip's link, on rows of a run that has more than one agent by then (None
+        before; "" for an agent id no URL can carry, such as one with a line break)."""
         if self.multi_from is None or seq < self.multi_from:
-            return ""
+            return None
         if agent_id not in self.hrefs:
-            self.hrefs[agent_id] = reverse("runs:agent", args=(self.run_pk, agent_id))
+            try:
+                self.hrefs[agent_id] = reverse("runs:agent", args=(self.run_pk, agent_id))
+            except NoReverseMatch:
+                self.hrefs[agent_id] = ""
         return self.hrefs[agent_id]
 
 
@@ -436,7 +442,10 @@ class FeedRenderer:
 def _row_html(row):
     # Every field is escaped (event payloads are untrusted); markup as runs/feed.html expects.
     agent = escape(row.agent)
-    chip = f'\n  <a class="feed-agent tag" href="{escape(row.href)}">{agent}</a>' if row.href else ""
+    if row.href:
+        chip = f'\n  <a class="feed-agent tag" href="{escape(row.href)}">{agent}</a>'
+    else:
+        chip = "" if row.href is None else f'\n  <span class="feed-agent tag">{agent}</span>'
     failure = f'\n  <span class="feed-failure">{escape(row.failure)}</span>' if row.failure else ""
     if row.output:
         more = (f'\n  <details class="feed-output"><summary class="muted">{escape(row.args)}</summary>'

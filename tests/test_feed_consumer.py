@@ -256,3 +256,29 @@ async def test_event_payloads_are_escaped(cookie):
     assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in html
     assert "<script" not in html and "<img" not in html and "<b>" not in html
     await comm.disconnect()
+
+
+async def test_hostile_attribute_values_are_escaped_and_an_unlinkable_agent_keeps_the_feed_going(cookie):
+    # Every field a row puts in an attribute (agent, its link, the timestamp) or in text (label,
+    # detail, arguments, failure class) carries markup; an agent id no URL can name (a newline)
+    # is shown without a link rather than breaking the feed.
+    hostile = '"><script>window.pwned=1</script>'
+    run = await new_run([
+        {"agentId": "root", "type": "turn_started", "timestamp": f"2026-08-03T00:00:00Z{hostile}"},
+        {"agentId": f"a'{hostile}", "type": "tool_call", "name": hostile, "args": {"x": hostile}},
+        {"agentId": f"a'{hostile}", "type": "tool_result", "name": hostile, "ok": False,
+         "failure": hostile, "summary": hostile},
+        {"agentId": "line\nbreak", "type": "log", "level": hostile, "message": hostile},
+        {"agentId": "root", "type": "log", "level": "info", "message": "after"},
+    ])
+    comm, _ = await connect(run, cookie)
+    html = ""
+    while "after" not in html:
+        html += await comm.receive_from(timeout=5)
+    assert seqs(html) == [1, 2, 3, 4, 5]
+    assert "<script" not in html
+    assert 'title="2026-08-03T00:00:00Z&quot;&gt;&lt;script&gt;window.pwned=1&lt;/script&gt;"' in html
+    assert "data-agent=\"a&#x27;&quot;&gt;&lt;script&gt;" in html
+    assert f'href="/runs/{run.pk}/agents/a&#x27;%22%3E%3Cscript%3Ewindow.pwned=1%3C/script%3E/"' in html
+    assert '<span class="feed-agent tag">line\nbreak</span>' in html  # named, not linked
+    await comm.disconnect()
