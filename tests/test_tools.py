@@ -10,10 +10,23 @@ def test_files_are_confined_to_the_workspace(tmp_path):
     ws = Workspace(tmp_path / "ws")
     (tmp_path / "secret").write_text("no")
     (ws.root / "link").symlink_to(tmp_path / "secret")
-    for path in ("/etc/passwd", "../secret", "link"):
+    (ws.root / "sub").mkdir()
+    (ws.root / "sub" / "out").symlink_to(tmp_path)
+    (ws.root / "sub" / "in").symlink_to(ws.root / "sub")
+    ws.write_file("sub/a.txt", "inside\n")
+    for path in ("/etc/passwd", "../secret", "link", "sub/../../secret", "sub/out/secret", "sub/out/missing/x",
+                 "missing/../../secret", "sub/in/../../secret", "a\0b"):
         with pytest.raises(ToolError) as refused:
             ws.read_file(path)
-        assert refused.value.code == "invalid-argument"
+        assert refused.value.code == "invalid-argument", path
+    # Symlinks and `..` that stay inside are followed; a missing path is not-found.
+    for path in ("sub/a.txt", "./sub//a.txt", "sub/in/a.txt", "sub/in/../sub/a.txt", "missing/../sub/a.txt"):
+        assert ws.read_file(path)[1]["contents"] == "inside\n", path
+    assert ws.resolve("sub/in/a.txt") == ws.root / "sub" / "a.txt"
+    assert ws.resolve("new/dir/f.txt") == ws.root / "new" / "dir" / "f.txt"
+    with pytest.raises(ToolError) as missing:
+        ws.read_file("new/dir/f.txt")
+    assert missing.value.code == "not-found"
 
 
 def test_edit_file_classes_a_missing_string_and_an_ambiguous_one(tmp_path):

@@ -8,6 +8,7 @@ import fnmatch
 import os
 import re
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -31,6 +32,8 @@ class Workspace:
     def __init__(self, root):
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
+        self._root = str(self.root)
+        self._root_prefix = self._root.rstrip("/") + "/"
 
     # -- paths -------------------------------------------------------------------------------
     def resolve(self, path, *, must_exist=False):
@@ -40,12 +43,35 @@ class Workspace:
             raise ToolError("invalid-argument", "the path must be a string")
         if os.path.isabs(path):
             raise ToolError("invalid-argument", f"{path} is absolute; paths are relative to the workspace")
-        full = (self.root / path).resolve()
-        if full != self.root and self.root not in full.parents:
-            raise ToolError("invalid-argument", f"{path} climbs out of the workspace")
-        if must_exist and not full.exists():
+        if "\0" in path:
+            raise ToolError("invalid-argument", "the path contains a NUL character")
+        full, exists = self._plain(path)
+        if full is None:  # `..` or a symlink on the way: resolve it all and check where it lands
+            full = os.path.realpath(os.path.join(self._root, path))
+            if full != self._root and not full.startswith(self._root_prefix):
+                raise ToolError("invalid-argument", f"{path} climbs out of the workspace")
+            exists = os.path.exists(full)
+        if must_exist and not exists:
             raise ToolError("not-found", f"{path} does not exist")
-        return full
+        return Path(full)
+
+    def _plain(self, path):
+        """(the path under the root, whether it exists) when no component is `..` or a symlink —
+        one lstat per component below the (already resolved) root; (None, None) otherwise."""
+        parts = [part for part in path.split("/") if part not in ("", ".")]
+        full = self._root
+        for i, part in enumerate(parts):
+            if part == "..":
+                return None, None
+            full = os.path.join(full, part)
+            try:
+                mode = os.lstat(full).st_mode
+            except OSError:  # nothing exists from here on, so nothing below can be a symlink
+                rest = parts[i + 1:]
+                return (None, None) if ".." in rest else (os.path.join(full, *rest), False)
+            if stat.S_ISLNK(mode):
+                return None, None
+        return full, True
 
     def relative(self, full):
         rel = full.relative_to(self.root).as_posix()
