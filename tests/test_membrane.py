@@ -285,6 +285,13 @@ def test_loading_code_opens_a_documentation_view_per_declared_function(tmp_path)
     assert "return len" not in docs[0].body  # documentation, never the source
     closed = run(ctx, "import gg\ngg.docs.close('lib.csv_tools.cols')")  # closable like any other
     assert closed.outcome.ok and ctx[0].window.find("docs", "lib.csv_tools.cols") is None
+    found = run(ctx, """
+        import gg
+        page = gg.docs.search("columns")
+        gg.views.open_docs_view(page.hits[0].key)
+    """)  # and searchable, and re-opened by its key
+    assert found.outcome.ok, found.outcome.error
+    assert [v.selector for v in found.outcome.views] == ["search results", "lib.csv_tools.cols"]
 
 
 def test_every_wit_shape_crosses_the_membrane_intact_both_ways(tmp_path, monkeypatch):

@@ -261,7 +261,7 @@ def _request_changes(m, items):
 # -- docs and views -----------------------------------------------------------------------------
 @handles("docs.search")
 def _docs_search(m, query, modules, type_name, kind, offset, limit):
-    page = docs.search(m.ctx.grants, m.ctx.language, query, modules, type_name, kind, offset, limit)
+    page = docs.search(m.ctx.grants, m.ctx.language, query, modules, type_name, kind, offset, limit, m.lib_entries())
     lines = [f"{page['total']} entr{'y' if page['total'] == 1 else 'ies'}"
              + (f" for {query!r}" if query else "") + (f" in {', '.join(modules)}" if modules else "")]
     lines += [f"{hit['key']} ({hit['kind']}) — {hit['summary']}" for hit in page["hits"]]
@@ -281,7 +281,7 @@ def _docs_close_all(m):
 
 @handles("views.open_docs_view")
 def _open_docs_view(m, name):
-    entry = docs.lookup(m.ctx.grants, m.ctx.language, name)
+    entry = docs.lookup(m.ctx.grants, m.ctx.language, name, m.lib_entries())
     if m.ctx.window.find("docs", entry.key) is None:  # the documentation band is append-only
         m.place(docs_view(entry.key, entry.body))
     for type_entry in docs.type_views(entry, m.ctx.language, m.ctx.doc_view_types):

@@ -324,6 +324,11 @@ class Membrane:
             raise ToolError("unavailable", "this run cannot start another agent")
         return self.ctx.mint_agent_id()
 
+    def lib_entries(self):
+        """The documentation entries of the code this agent loaded."""
+        return [entry for key, module in self.ctx.lib.modules.items()
+                for entry in docs.lib_entries(key, module["name"], module["source"])]
+
     def load_code(self, name, source):
         """Load a code skill or code memory into lib and open a documentation view per function it
         declares (seeds/003 "lib"); code that does not parse opens none (its load fails in the guest)."""

@@ -200,6 +200,8 @@ def lib_entries(key, name, source):
 
 
 def visible(entry, grants):
+    if entry.module == "lib":  # code the agent loaded: it holds no gg function
+        return True
     if entry.kind == "function":
         return grants.permits(entry.operation)
     if entry.module == "core":
@@ -207,7 +209,8 @@ def visible(entry, grants):
     return any(grants.permits(op.id) for op in next(m for m in MODULES if m.id == entry.module).operations)
 
 
-def search(grants, language, query=None, modules=(), type_name=None, kind=None, offset=None, limit=None):
+def search(grants, language, query=None, modules=(), type_name=None, kind=None, offset=None, limit=None, lib=()):
+    """A page of the entries this agent may see (`lib`: the loaded code's entries besides gg's)."""
     limit = DEFAULT_LIMIT if limit is None else limit
     if not 1 <= limit <= MAX_LIMIT:
         raise ToolError("invalid-argument", f"limit must be between 1 and {MAX_LIMIT}")
@@ -215,7 +218,7 @@ def search(grants, language, query=None, modules=(), type_name=None, kind=None, 
         raise ToolError("invalid-argument", "kind is one of module, function, type")
     needle = (query or "").lower()
     ranked = []
-    for entry in entries(language).values():
+    for entry in [*entries(language).values(), *lib]:
         if not visible(entry, grants) or (modules and entry.module not in modules) or (kind and entry.kind != kind):
             continue
         if type_name and type_name not in entry.body:
@@ -241,9 +244,9 @@ def search(grants, language, query=None, modules=(), type_name=None, kind=None, 
     return {"total": len(ranked), "offset": start, "hits": hits}
 
 
-def lookup(grants, language, name):
+def lookup(grants, language, name, lib=()):
     """The entry a documentation view opens; not-found with up to three near names this agent binds."""
-    table = entries(language)
+    table = {**entries(language), **{entry.key: entry for entry in lib}}
     entry = table.get(name)
     if entry is None or not visible(entry, grants):
         near = difflib.get_close_matches(name, [k for k, e in table.items() if visible(e, grants)], n=3)
@@ -256,6 +259,8 @@ def lookup(grants, language, name):
 
 def type_views(entry, language, doc_view_types):
     """The type entries a function's documentation view opens beside it, per docViewTypes."""
+    if entry.module == "lib":  # loaded code names no gg type and raises no gg failure of its own
+        return []
     flags = set() if doc_view_types in (None, "none") else set(doc_view_types.split("+"))
     table = entries(language)
     keys = []
