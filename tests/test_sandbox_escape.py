@@ -4,6 +4,7 @@ the real guest and membrane and must end as a runtime error or a sandbox limit, 
 outside the workspace, leaking nothing of the host, and leaving this process able to run the next
 program."""
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from runs.engine.sandbox import get_sandbox
+from tests.gg_schema import validate_record
 from tests.sandbox_run import context, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,5 +113,9 @@ def test_run_program_command_contains_an_escape(tmp_path):
     assert done.returncode == 0, done.stderr
     stream, model = done.stdout.split("--- model ---")
     assert '"type": "api_result"' in stream and '"ok": false' in stream
+    records = [json.loads(line) for line in stream.splitlines() if line.strip()]
+    for record in records:  # the printed stream is gg's, envelope and all
+        validate_record(record, envelope=False)
+    assert records[-1]["type"] == "code_execution"
     assert "Runtime error" in model and "climbs out of the workspace" in model
     assert "root:x:0:0" not in done.stdout
