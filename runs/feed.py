@@ -102,6 +102,11 @@ def tokens(n):
     return f"{n / 1000:.1f}k" if n >= 1000 else f"{n:g}"
 
 
+def listed(value):
+    """A record's list field, or nothing when it holds anything else."""
+    return value if isinstance(value, list) else []
+
+
 def plural(n, one, many):
     return f"{n} {one if n == 1 else many}"
 
@@ -209,7 +214,7 @@ def _transition(ctx, ev, rec):
         label, detail = "handoff", f"Continued as `{profile}` in `{state}` ({to})."
     else:
         label, detail = "handoff", f"Continued as `{profile}` ({to})."
-    modules = [m for m in rec.get("modules") or [] if isinstance(m, dict)]
+    modules = [m for m in listed(rec.get("modules")) if isinstance(m, dict)]
     fates = []
     for disposition, word in DISPOSITION_WORDS:
         kinds = [str(m.get("kind")) for m in modules if m.get("disposition") == disposition]
@@ -230,7 +235,7 @@ def _fsm_state(ctx, ev, rec):
 
 
 def _code_execution(ctx, ev, rec):
-    logs = [str(line) for line in rec.get("logs") or []]
+    logs = [str(line) for line in listed(rec.get("logs"))]
     if not logs:
         return None
     args = plural(len(logs), "line", "lines")
@@ -286,12 +291,14 @@ def _surface(rec):
 
 
 def _profiles(capability_set):
-    profiles = capability_set.get("agents") if isinstance(capability_set, dict) else None
-    return {
-        p.get("slug") or p.get("name"): p.get("name") or p.get("slug")
-        for p in profiles or []
-        if isinstance(p, dict) and (p.get("slug") or p.get("name"))
-    }
+    profiles = listed(capability_set.get("agents")) if isinstance(capability_set, dict) else []
+    named = {}
+    for p in profiles:
+        if isinstance(p, dict):
+            slug, name = (p.get(k) if isinstance(p.get(k), str) else "" for k in ("slug", "name"))
+            if slug or name:
+                named[slug or name] = name or slug
+    return named
 
 
 class FeedState:
@@ -368,7 +375,8 @@ class FeedState:
         return self.spellings[key]
 
     def profile(self, slug):
-        return self.profiles.get(slug, slug)
+        """A profile's display name, or the slug as written (any JSON value, shown compact)."""
+        return self.profiles.get(slug, slug) if isinstance(slug, str) else compact(slug)
 
     def href(self, seq, agent_id):
         """The agent chip's link, on rows of a run that has more than one agent by then (None

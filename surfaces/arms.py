@@ -137,9 +137,10 @@ def spelling_for(apis, language, operation):
     """How the console shows a call: from the agent's reported surface, else the catalogue's
     spelling for its language, else the operation id itself — never a guess."""
     if apis:
-        for api in apis:
-            for function in api.get("functions") or ():
-                if function.get("operation") == operation:
+        for api in apis:  # as the agent reported it: entries of any shape, only well-formed ones read
+            functions = api.get("functions") if isinstance(api, dict) else None
+            for function in functions if isinstance(functions, list) else ():
+                if isinstance(function, dict) and function.get("operation") == operation:
                     return f"{api.get('path', '')}{member_separator(language)}{function.get('name', '')}"
         return operation
     if language in ARMS and operation in BY_ID:

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from runs import services
+from runs.feed import RENDERERS, Ev, FeedRenderer, FeedState, render_rows
 from runs.models import Event, RejectedLine, Run
 from runs.projections import GG_TYPES
 from surfaces.arms import ARMS, member_separator, spell, spelling_for
@@ -256,3 +257,40 @@ def test_spelling_never_invents_a_name(apis, language, operation):
         assert shown == spell(language, operation)
     else:
         assert shown == operation  # nobody reported it and no catalogue knows it: never a guess
+
+
+# ---------------------------------------------------------------------------------------------
+# Feed rows
+
+feed_fields = st.sampled_from(
+    ["text", "name", "args", "summary", "ok", "operation", "object", "function", "level", "message",
+     "beforeTokens", "afterTokens", "retained", "action", "reclaimedTokens", "items", "detail", "kind",
+     "toAgentId", "profileId", "agent", "state", "modules", "from", "fsmId", "fsm", "machine", "logs",
+     "logsSuppressed", "stage", "status", "capabilitySet", "apis", "programLanguage", "event"]
+)
+feed_records = st.builds(
+    lambda t, fields: {**fields, "type": t},
+    st.sampled_from(sorted(set(RENDERERS) | {"agent_surface", "gg", "new_kind"})),
+    st.dictionaries(feed_fields, json_values, max_size=8),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(records=st.lists(st.tuples(st.sampled_from(["root", "agent-1", "a\nb", '"<x>']), feed_records),
+                        min_size=1, max_size=8))
+@example(records=[("root", {"type": "code_execution", "logs": 5}),
+                  ("root", {"type": "agent_transition", "profileId": {"a": 1}, "modules": 3}),
+                  ("agent-1", {"type": "fsm_state", "profileId": [1], "state": "s"})])
+@example(records=[("root", {"type": "session_started", "capabilitySet": {"agents": [{"slug": {"x": 1}}, 3]}}),
+                  ("root", {"type": "agent_surface", "apis": [1, {"path": 2, "functions": 5}, {"functions": [7]}],
+                            "programLanguage": ["rust"]}),
+                  ("root", {"type": "api_call", "operation": "files.read_file"}),
+                  ("root", {"type": "api_result", "object": {"name": 1}, "function": [2], "ok": False})])
+def test_any_record_of_any_type_renders_a_row_and_never_stalls_the_feed(records):
+    # A row that raised would stop the feed at that seq for good (every reconnect reads it again).
+    events = [Ev(seq, rec["type"], agent, "2026-08-03T00:00:00Z", json.dumps(rec), None, None, "")
+              for seq, (agent, rec) in enumerate(records, 1)]
+    rows = FeedRenderer(1, FeedState(1)).rows(events)
+    html = render_rows(rows, len(events))
+    assert "<x>" not in html  # the hostile agent id, escaped wherever it is shown
+    assert [r.seq for r in rows] == sorted({r.seq for r in rows})
