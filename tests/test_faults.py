@@ -18,23 +18,9 @@ import time
 import pytest
 
 from tests.e2e.conftest import REPO, ConsoleServer
-from tests.test_feed_consumer import cursor, seqs
+from tests.feed_helpers import cursor, seqs
 
 websockets = pytest.importorskip("websockets")
-
-SESSION_AND_RUN = """
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.auth.models import User
-from django.contrib.sessions.backends.db import SessionStore
-from runs.models import Run
-user = User.objects.get(username="operator")
-session = SessionStore()
-session[SESSION_KEY] = str(user.pk)
-session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-session.create()
-print(session.session_key, Run.objects.create(name="restart-feed").pk)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -138,10 +124,9 @@ def post(server, run_pk, first, n):
 
 async def follow(server, run_pk, session_key, total, received):
     """A client as the feed page behaves: on a drop, reconnect asking for what follows its cursor."""
-    headers = {"Cookie": f"sessionid={session_key}", "Origin": server.url}
     after = 0
     while len(received) < total:
-        url = server.url.replace("http://", "ws://") + f"/ws/runs/{run_pk}/feed/?after={after}"
+        url, headers = server.feed_socket(run_pk, session_key, after)
         try:
             async with websockets.connect(url, additional_headers=headers, open_timeout=5) as socket:
                 while len(received) < total:
@@ -154,7 +139,7 @@ async def follow(server, run_pk, session_key, total, received):
 
 
 def test_daphne_restart_during_a_live_view_resumes_every_client_without_a_gap(server):
-    session_key, run_pk = server.manage("shell", "-c", SESSION_AND_RUN).stdout.splitlines()[-1].split()
+    session_key, run_pk = server.operator_session_and_run("restart-feed")
     server.start()
     clients, total = 5, 90
 

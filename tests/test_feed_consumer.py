@@ -1,77 +1,19 @@
 """FeedConsumer through the real Channels stack (gg_console.asgi.application): origin check,
 session auth, backlog in bounded batches, doorbell-driven follow, resume with ?after=."""
 
-import itertools
 import re
 
 import pytest
-from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 
 from gg_console.asgi import application
 from runs import consumers, doorbell
 from runs.doorbell import group_name
 from runs.feed import BATCH
-from runs.ingest import append
-from runs.models import Run
+from tests.feed_helpers import ORIGIN, connect, cookie, cursor, logs, new_run, receive_seqs, seqs, store  # noqa: F401
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
-
-ORIGIN = (b"origin", b"http://testserver")
-_names = itertools.count()
-
-
-
-
-@database_sync_to_async
-def new_run(records=(), **fields):
-    run = Run.objects.create(name=f"feed-{next(_names)}", **fields)
-    if records:
-        append(run, list(records))
-    return run
-
-
-@database_sync_to_async
-def store(run, records):
-    return append(run, list(records))
-
-
-def logs(*messages, agent=None):
-    return [{"type": "log", "level": "info", "message": m, **({"agentId": agent} if agent else {})} for m in messages]
-
-
-def seqs(message):
-    return [int(s) for s in re.findall(r'class="feed-row[^"]*" data-seq="(\d+)"', message)]
-
-
-def cursor(message):
-    return int(re.search(r'id="feed-cursor" hx-swap-oob="true" data-seq="(\d+)"', message).group(1))
-
-
-async def connect(run, cookie, after=None, origin=ORIGIN):
-    path = f"/ws/runs/{run.pk}/feed/" + (f"?after={after}" if after is not None else "")
-    headers = [h for h in (origin, cookie) if h]
-    comm = WebsocketCommunicator(application, path, headers=headers)
-    connected, _ = await comm.connect()
-    return comm, connected
-
-
-async def receive_seqs(comm, count):
-    """Receive messages until `count` rows arrived; returns every seq, in arrival order."""
-    got = []
-    while len(got) < count:
-        got += seqs(await comm.receive_from(timeout=5))
-    return got
-
-
-@pytest.fixture
-def cookie(operator):
-    """The operator's session cookie, as a logged-in browser sends it."""
-    client = Client()
-    client.force_login(operator)
-    return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
 
 
 async def test_anonymous_user_is_refused():

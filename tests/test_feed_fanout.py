@@ -12,7 +12,7 @@ from django.db.backends.utils import CursorWrapper
 
 from runs import consumers, doorbell
 from runs.doorbell import group_name
-from tests.test_feed_consumer import connect, cookie, logs, new_run, receive_seqs, seqs, store  # noqa: F401
+from tests.feed_helpers import connect, cookie, logs, new_run, receive_seqs, seqs, store  # noqa: F401
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 

@@ -9,28 +9,13 @@ import pytest
 
 from tests.e2e.conftest import ConsoleServer
 from runs.consumers import HEARTBEAT_SECONDS
-from tests.test_feed_consumer import seqs
+from tests.feed_helpers import seqs
 
 websockets = pytest.importorskip("websockets")
 
 pytestmark = pytest.mark.scale
 
 REDIS_URL = "redis://127.0.0.1:6379/7"
-
-SESSION_FOR_OPERATOR = """
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.auth.models import User
-from django.contrib.sessions.backends.db import SessionStore
-from runs.models import Run
-user = User.objects.get(username="operator")
-session = SessionStore()
-session[SESSION_KEY] = str(user.pk)
-session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-session.create()
-print(session.session_key, Run.objects.create(name="redis-feed").pk)
-"""
-
 
 
 @pytest.fixture
@@ -50,7 +35,7 @@ def redis_server(tmp_path):
 
 
 def test_event_appended_by_another_process_reaches_a_connected_socket(redis_server):
-    session_key, pk = redis_server.manage("shell", "-c", SESSION_FOR_OPERATOR).stdout.splitlines()[-1].split()
+    session_key, pk = redis_server.operator_session_and_run("redis-feed")
 
     def produce(first, n):
         lines = "".join(json.dumps({"type": "log", "level": "info", "message": f"line {first + i}"}) + "\n"
@@ -58,8 +43,7 @@ def test_event_appended_by_another_process_reaches_a_connected_socket(redis_serv
         redis_server.manage("ingest", "-", "--run", "redis-feed", input=lines)
 
     async def follow():
-        url = redis_server.url.replace("http://", "ws://") + f"/ws/runs/{pk}/feed/?after=0"
-        headers = {"Cookie": f"sessionid={session_key}", "Origin": redis_server.url}
+        url, headers = redis_server.feed_socket(pk, session_key)
         async with websockets.connect(url, additional_headers=headers) as socket:
             connected = time.monotonic()
             got = []

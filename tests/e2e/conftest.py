@@ -38,6 +38,21 @@ User.objects.create_user("viewer", password="{PASSWORD}")
 print(IngestToken.objects.create(user=op, label="e2e").key)
 """
 
+# A logged-in operator's session (the cookie a browser sends) and a new run: `{name!r}` filled in.
+OPERATOR_SESSION_AND_RUN = """
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.auth.models import User
+from django.contrib.sessions.backends.db import SessionStore
+from runs.models import Run
+user = User.objects.get(username="operator")
+session = SessionStore()
+session[SESSION_KEY] = str(user.pk)
+session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+session.create()
+print(session.session_key, Run.objects.create(name={name!r}).pk)
+"""
+
 
 def _free_port():
     with socket.socket() as s:
@@ -67,6 +82,17 @@ class ConsoleServer:
     def setup(self):
         self.manage("migrate", "--noinput")
         self.token = self.manage("shell", "-c", SETUP_USERS).stdout.strip().splitlines()[-1]
+
+    def operator_session_and_run(self, name):
+        """(session key of a logged-in `operator`, pk of a new run called `name`)."""
+        out = self.manage("shell", "-c", OPERATOR_SESSION_AND_RUN.format(name=name)).stdout
+        session_key, pk = out.splitlines()[-1].split()
+        return session_key, int(pk)
+
+    def feed_socket(self, run_pk, session_key, after=0):
+        """(URL, headers) of run `run_pk`'s feed socket as the operator's browser opens it."""
+        url = self.url.replace("http://", "ws://") + f"/ws/runs/{run_pk}/feed/?after={after}"
+        return url, {"Cookie": f"sessionid={session_key}", "Origin": self.url}
 
     def start(self):
         log = open(self.var_dir / "daphne.log", "ab")
