@@ -32,6 +32,7 @@ def _surface(agent) -> dict:
         "tools": [{"name": t["name"], "calls": t["calls"]} for t in surface["tools"]],
         "apis": [{"module": a["module"], "path": a["path"], "functions": a["functions"]} for a in surface["apis"]],
         "unofferedCalls": surface["unoffered_calls"],
+        "callsWithoutSurface": surface["unjoined_calls"],
     }
 
 
@@ -94,6 +95,7 @@ def build_report(run: Run) -> dict:
         "run": {
             "id": run.pk,
             "name": run.name,
+            "source": run.source,
             "status": run.status,
             "live": run.is_live,
             "startedAt": _iso(run.started_at),

@@ -90,3 +90,14 @@ def test_bootstrap_creates_admin_and_demo_runs_once():
     out, _ = run_cmd("bootstrap")
     assert out == ""  # nothing twice
     assert Run.objects.count() == runs
+
+
+def test_export_to_a_terminal_that_is_not_utf8_still_writes_the_stored_bytes():
+    path = STREAM_FIXTURES["multi_agent"]
+    run_cmd("ingest", str(path), "--run", "ascii-terminal")
+    sink = io.BytesIO()
+    out = io.TextIOWrapper(sink, encoding="ascii")  # a C-locale terminal that is not UTF-8
+    call_command("export", "ascii-terminal", stdout=out)
+    out.flush()
+    assert sink.getvalue() == path.read_bytes()
+    assert any(b > 127 for b in sink.getvalue())  # the fixture does carry non-ASCII text

@@ -101,3 +101,22 @@ def test_no_rosters_no_divergences_even_with_a_declared_scope():
                {"type": "memory_state", "agentId": "root", "moduleId": "memories-0", "memories": []},
                {"type": "memory_state", "agentId": "a1", "moduleId": "memories-0", "memories": []}]
     assert divergences(records, {"agents": [profile("lead", "isolated")]}) == []
+
+
+def test_no_rosters_no_swap_divergence_and_no_badge_either():
+    # a carried row with two ids, but no agent_modules anywhere: the page shows "no rosters", so
+    # neither the list nor the badge may count a divergence
+    records = [{"type": "agent_spawned", "agentId": "w1", "profileId": "writer"},
+               {"type": "agent_transition", "agentId": "w1", "kind": "exec", "toAgentId": "w2", "profileId": "writer",
+                "modules": [{"kind": "memories", "disposition": "carried", "fromModuleId": "memories-2",
+                             "toModuleId": "memories-3"}]},
+               {"type": "agent_spawned", "agentId": "w2", "profileId": "writer"}]
+    assert divergences(records, {"agents": [profile("writer", "shared")]}) == []
+
+
+def test_a_described_profile_that_does_not_declare_memories_has_nothing_to_diverge_from():
+    # the holder reports scope inherited + origin created, but its captured profile lists no
+    # memories capability: only where the configuration declares the capability (console.md §1.6)
+    bare = {"slug": "plain", "name": "Plain", "capabilities": [{"id": "shell", "enabled": True, "params": {}}]}
+    records = spawn("root", "plain", [memories("memories-0", "created", "inherited")])
+    assert divergences(records, {"agents": [bare]}) == []

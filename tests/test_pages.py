@@ -132,6 +132,16 @@ def test_agent_page_holdings_failures_programs_and_context(viewer_client, run):
     assert 'data-band="docs_view"' in html and 'data-band="history"' in html
 
 
+def test_an_agent_without_a_surface_has_calls_but_nothing_called_unoffered(viewer_client):
+    # the real recorded stream has no agent_surface: its write_file call is a call, not an
+    # "unoffered" one (absent is not empty)
+    mock = Run.objects.create(name="mock")
+    ingest.append_lines(mock, (GG_FIXTURES / "real-mock-session.ndjson").read_bytes().splitlines())
+    html = get(viewer_client, "agent", mock.pk, "root")
+    assert 'id="unoffered-calls"' not in html and 'id="not-offered"' not in html
+    assert ">1×</td><td><code>write_file</code>" in html[html.index('id="unjoined-calls"'):]
+
+
 def test_agent_page_for_an_unknown_agent_is_404(viewer_client, run):
     response = viewer_client.get(reverse("runs:agent", args=[run.pk, "nobody"]))
     assert response.status_code == 404

@@ -38,7 +38,7 @@ def test_command_and_api_return_the_same_document(viewer_client, run):
 def test_run_section(viewer_client, run):
     doc = api(viewer_client, "pages").json()
     r = doc["run"]
-    assert (r["name"], r["status"], r["live"]) == ("pages", "completed", False)
+    assert (r["name"], r["source"], r["status"], r["live"]) == ("pages", "import", "completed", False)
     assert r["counts"] == {"records": 120, "rejected": 0, "agents": 7, "turns": 8, "calls": 21, "errorTurns": 1,
                            "divergences": 4, "refused": 3, "refusalsSuppressed": 3}
     assert r["errorTurnsByKind"] == {"program_fault": 1}
@@ -142,3 +142,13 @@ def test_command_names_a_missing_run_and_summarises_without_json(run):
     text = out.getvalue()
     assert text.startswith("pages (completed): 7 agents, 8 turns, 21 calls, 1 error turns, 4 divergences, 3 refused")
     assert "divergence helper-1: scope: inherited -> origin: created (memories-1)" in text
+
+
+def test_an_unreported_surface_in_the_report_is_not_an_empty_one(viewer_client):
+    from tests.streams import REAL_MOCK, import_stream
+
+    mock, _ = import_stream(REAL_MOCK)
+    root = api(viewer_client, mock.pk).json()["agents"][0]
+    assert root["surface"]["reported"] is False
+    assert root["surface"]["unofferedCalls"] == []
+    assert root["surface"]["callsWithoutSurface"] == [{"name": "write_file", "operation": "", "calls": 1}]

@@ -152,7 +152,8 @@ def agent_surface_counts(agent: Agent) -> dict:
     tools: [{name, calls, ending}] in offered order, ending calls included; apis: one entry per
     reported module, each function with {name, operation, spelling, calls} — two functions over one
     operation carry the same figure, and 0 is a measurement. `unoffered_calls` lists what the agent
-    called that its surface does not offer (typically refused calls).
+    called that its surface does not offer (typically refused calls). An agent that reported no
+    surface was not offered "nothing": its calls are `unjoined_calls` (no surface to join them to).
     """
     language = agent.program_language
     tools = [{"name": str(name), "calls": agent.tool_calls.get(str(name), 0), "ending": name in ENDING_TOOLS}
@@ -175,15 +176,16 @@ def agent_surface_counts(agent: Agent) -> dict:
                      "brief": str(api.get("description") or (catalogue_module.brief if catalogue_module else "")),
                      "functions": functions})
     offered_tools = {t["name"] for t in tools}
-    unoffered_calls = (
+    outside = (
         [{"name": call_spelling(agent, op), "operation": op, "calls": n}
          for op, n in sorted(agent.api_calls.items()) if op not in offered_ops]
         + [{"name": name, "operation": "", "calls": n}
            for name, n in sorted(agent.tool_calls.items()) if name not in offered_tools]
     )
-    return {"reported": agent.surface_reported, "mode": agent.execution_mode, "language": language,
+    reported = agent.surface_reported
+    return {"reported": reported, "mode": agent.execution_mode, "language": language,
             "doc_view_types": agent.doc_view_types, "tools": tools, "apis": apis,
-            "unoffered_calls": unoffered_calls}
+            "unoffered_calls": outside if reported else [], "unjoined_calls": [] if reported else outside}
 
 
 def reference_not_offered(agent: Agent, surface: dict) -> dict:
@@ -384,7 +386,7 @@ def _profile(capability_set, profile_id: str):
 def declared_memories_scope(capability_set, agent: Agent, holding: Holding) -> str:
     """The memories scope the agent's profile declared (gg's default `isolated`), or the rule the
     holder itself reports when the captured configuration does not describe the profile; "" when
-    nothing declares memories for it."""
+    the profile it describes does not declare memories, or switches them off."""
     profile = _profile(capability_set, agent.profile_id)
     if profile is not None:
         for cap in profile.get("capabilities") or ():
@@ -393,7 +395,7 @@ def declared_memories_scope(capability_set, agent: Agent, holding: Holding) -> s
                     return ""
                 params = cap.get("params") if isinstance(cap.get("params"), dict) else {}
                 return str(params.get("scope") or DEFAULT_MEMORIES_SCOPE)
-        return holding.scope
+        return ""  # the captured profile does not declare memories: nothing to diverge from
     return holding.scope
 
 
@@ -407,9 +409,13 @@ def divergence_count(run: Run) -> int:
 def run_divergences(run: Run, agents: list[Agent], holdings: list[Holding]) -> list[dict]:
     """Each divergence as {kind, agentId, moduleKind, declared, observed, cause}.
 
-    Only runs that reported rosters can diverge; a run without agent_modules shows none.
+    Only runs that reported rosters can diverge; a run without agent_modules shows none, whatever
+    its transitions say.
     """
     out = []
+    if not holdings:
+        run._divergence_count = 0
+        return out
     memories = [h for h in holdings if h.kind == "memories" and h.enabled and h.module_id]
     declared = {h.pk: declared_memories_scope(run.capability_set, h.agent, h) for h in memories}
 

@@ -18,12 +18,24 @@ class Command(BaseCommand):
             raise CommandError(f"No run {run!r}.")
         lines = selectors.run_raw_lines(target, upto=target.last_seq)
         if output:
-            n = 0
             with open(output, "wb") as fh:
-                for _seq, raw in lines:
-                    fh.write(raw.encode("utf-8") + b"\n")
-                    n += 1
+                n = _write(fh, lines)
             self.stderr.write(f"wrote {n} records to {output}")
             return
-        for _seq, raw in lines:
-            self.stdout.write(raw, ending="\n")
+        # The stored text is UTF-8 whatever the terminal's encoding: write bytes, not text.
+        out = getattr(self.stdout._out, "buffer", None)
+        if out is None:  # a text-only stream (call_command(stdout=StringIO()))
+            for _seq, raw in lines:
+                self.stdout.write(raw, ending="\n")
+            return
+        self.stdout.flush()
+        _write(out, lines)
+        out.flush()
+
+
+def _write(fh, lines) -> int:
+    n = 0
+    for _seq, raw in lines:
+        fh.write(raw.encode("utf-8") + b"\n")
+        n += 1
+    return n
