@@ -104,3 +104,54 @@ async def test_a_backlog_window_is_read_once_for_every_connection_that_resumes_i
     assert len(event_reads(queries)) == reads + 3
     assert [s for m in backlog for s in seqs(m)] == list(range(1, 451))
     await first.disconnect()
+
+
+async def test_a_short_window_kept_before_later_events_is_never_served_as_complete():
+    run = await new_run(logs("a", "b", "c"))
+    windows = consumers.Windows()
+    window, settled = await windows.get(run.pk, 0)  # a poll: whatever is stored now
+    assert (window.cursor, window.full, settled) == (3, False, True)
+    await store(run, logs("d", "e"))
+    # A reader whose doorbell announced seq 5 is not served the kept window ending at 3 ...
+    window, settled = await windows.get(run.pk, 0, rung=5)
+    assert (window.cursor, settled) == (5, True)
+    # ... and one announced up to 5 is served the window now kept, without a read.
+    assert await windows.get(run.pk, 0, rung=4) == (window, True)
+
+
+async def test_a_read_under_way_before_an_event_was_stored_does_not_settle_a_reader_that_needs_it(monkeypatch):
+    run = await new_run(logs("a"))
+    windows = consumers.Windows()
+    read, release = threading.Event(), threading.Event()
+    real = consumers.read_window
+
+    def slow(*args):
+        out = real(*args)
+        read.set()  # the database has answered; the event below is stored after that
+        release.wait(10)
+        return out
+
+    monkeypatch.setattr(consumers, "read_window", slow)
+    first = asyncio.ensure_future(windows.get(run.pk, 0))
+    await asyncio.to_thread(read.wait, 10)
+    await asyncio.to_thread(store.func, run, logs("b"))  # another thread: the database one is busy
+    second = asyncio.ensure_future(windows.get(run.pk, 0, rung=2))  # joins the read under way
+    await asyncio.sleep(0.05)
+    release.set()
+    assert (await first)[0].cursor == 1
+    window, settled = await second
+    assert (window.cursor, settled) == (1, False)  # the shared read ended before seq 2: ask again
+    monkeypatch.setattr(consumers, "read_window", real)
+    window, settled = await windows.get(run.pk, 0, rung=2)
+    assert (window.cursor, settled) == (2, True)
+
+
+async def test_the_shared_cache_keeps_a_bounded_number_of_windows_and_states():
+    run = await new_run(logs(*(f"line {i}" for i in range(1, 41))))
+    other = await new_run(logs("x"))
+    windows = consumers.Windows(size=4)
+    for after in range(40):  # forty windows of one event each, and another run between them
+        window, _ = await windows.get(run.pk, after, limit=1)
+        assert seqs(window.html) == [after + 1]
+        await windows.get(other.pk, 0)
+    assert len(windows.done) == len(windows.states) == 4 and not windows.reads
