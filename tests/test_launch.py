@@ -360,3 +360,25 @@ def _querydict(fields):
     for name, values in fields.items():
         data.setlist(name, values)
     return data
+
+
+@pytest.mark.django_db
+def test_a_launch_is_leased_before_it_commits_so_a_sweep_in_between_spares_it(operator_client, settings):
+    """Redis path: a server or worker starting between the run's commit and its dispatch must not
+    mark it interrupted (here the commit's dispatch never comes: the test's transaction stays open)."""
+    import redis
+
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"Redis does not answer ({exc})")
+    assert operator_client.post(reverse("runs:new"), demo_form(operator_client, "review")).status_code == 302
+    run = Run.objects.get()
+    try:
+        assert dispatch.sweep_interrupted() == 0
+        run.refresh_from_db()
+        assert run.status == Run.Status.QUEUED
+    finally:
+        client.delete(dispatch.LEASE_KEY.format(run.pk))

@@ -36,10 +36,17 @@ QUEUED_LEASE_SECONDS = 120  # outlives a message on the channel (channels-redis 
 LIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
+def reserve(run_pk: int) -> None:
+    """Lease a queued run before its row commits (Redis path), so a server or worker starting in
+    between does not sweep it as interrupted before `dispatch` hands it on."""
+    if settings.REDIS_URL:
+        _redis().set(LEASE_KEY.format(run_pk), "queued", ex=QUEUED_LEASE_SECONDS)
+
+
 def dispatch(run_pk: int) -> None:
     """Hand a queued, committed run to a worker."""
     if settings.REDIS_URL:
-        _redis().set(LEASE_KEY.format(run_pk), "queued", ex=QUEUED_LEASE_SECONDS)
+        reserve(run_pk)  # refreshed: the lease outlives the message on the channel
         async_to_sync(get_channel_layer().send)(CHANNEL, {"type": "run.start", "run": int(run_pk)})
     else:
         _threads.put(run_pk)

@@ -40,6 +40,7 @@ def run_launch(*, form: LaunchForm, upload=None, user=None):
                 workspace.unpack(upload, dest)
             else:
                 workspace.create_empty(dest)
+            dispatch.reserve(run.pk)
             transaction.on_commit(lambda: dispatch.dispatch(run.pk))
     except workspace.WorkspaceError as exc:  # what only inflating the members could tell
         form.add_error("workspace", str(exc))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from runs import services
 from runs.engine.runner import start_run
@@ -26,8 +27,10 @@ def launch_spec_file(path, name=None):
         raise CommandError("the spec was refused:\n" + "\n".join(f"  {e['path'] or '(spec)'}: {e['message']}"
                                                                    for e in errors))
     base = name or data.get("name") or Path(path).name.removesuffix(".spec.json").removesuffix(".json")
-    run = services.run_create(name=services.unique_run_name(base), source=Run.Source.ENGINE,
-                              status=Run.Status.QUEUED, launch_spec=data, capability_set=spec.capability_set())
+    with transaction.atomic():
+        run = services.run_create(name=services.unique_run_name(base), source=Run.Source.ENGINE,
+                                  status=Run.Status.QUEUED, launch_spec=data, capability_set=spec.capability_set())
+        dispatch.reserve(run.pk)  # a sweep starting now spares it
     workspace.create_empty(workspace.workspace_dir(run))
     return run
 
