@@ -31,6 +31,7 @@ def _surface(agent) -> dict:
         "reported": surface["reported"],
         "tools": [{"name": t["name"], "calls": t["calls"]} for t in surface["tools"]],
         "apis": [{"module": a["module"], "path": a["path"], "functions": a["functions"]} for a in surface["apis"]],
+        "withheld": surface["withheld"],
         "unofferedCalls": surface["unoffered_calls"],
         "callsWithoutSurface": surface["unjoined_calls"],
     }

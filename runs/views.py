@@ -16,6 +16,8 @@ from runs import selectors, services
 from runs.forms import ImportForm
 from runs.models import Run
 
+REJECTIONS_LISTED = 1000  # rows of the upload form's rejected-lines table
+
 
 def run_context(run: Run, tab: str, **extra) -> dict:
     """The context every page extending runs/run_base.html needs (the header and the tab bar)."""
@@ -58,7 +60,11 @@ def run_import(request):
             result = services.events_import_stream(run, upload)
     else:
         form = ImportForm()
-    return render(request, "runs/import.html", {"form": form, "result": result, "run": run})
+    context = {"form": form, "result": result, "run": run}
+    if result is not None:  # every rejected line counts; a page lists a bounded number of them
+        context["rejections_shown"] = result.rejections[:REJECTIONS_LISTED]
+        context["rejections_more"] = max(len(result.rejections) - REJECTIONS_LISTED, 0)
+    return render(request, "runs/import.html", context)
 
 
 @require_GET

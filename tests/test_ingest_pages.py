@@ -27,7 +27,7 @@ def test_runs_list_newest_first_with_figures(viewer_client):
     html = response.content.decode()
     assert html.index("newer") < html.index("older")
     row = html[html.index("newer"):html.index("older")]
-    for figure in (">completed<", ">7<", ">11<", ">42<", ">4<", "$0.0425"):
+    for figure in (">completed<", ">7<", ">11<", ">42<", ">4<", ">2 · 8<", "$0.0425"):
         assert figure in row, figure
 
 
@@ -111,3 +111,24 @@ def test_upload_without_a_file_is_a_form_error(viewer_client):
     assert response.status_code == 200
     assert "This field is required" in response.content.decode()
     assert not Run.objects.filter(name="x").exists()
+
+
+def test_upload_form_lists_a_bounded_number_of_rejections_and_counts_them_all(viewer_client, monkeypatch):
+    from runs import views
+
+    monkeypatch.setattr(views, "REJECTIONS_LISTED", 3)
+    upload = SimpleUploadedFile("tail.ndjson", (STREAMS / "malformed_tail.ndjson").read_bytes())
+    html = viewer_client.post(reverse("runs:import"), {"file": upload, "name": ""}).content.decode()
+    assert 'id="result-rejected">rejected 5<' in html
+    table = html[html.index('id="rejections"'):html.index("</table>", html.index('id="rejections"'))]
+    assert table.count("<tr><td") == 3
+    assert "… and 2 more rejected lines, not listed here." in html
+
+
+def test_run_page_says_when_it_lists_only_the_first_rejected_lines(viewer_client, monkeypatch):
+    from runs import selectors
+
+    run, _ = import_stream(STREAMS / "malformed_tail.ndjson")
+    monkeypatch.setattr(selectors.run_rejected_lines, "__kwdefaults__", {"limit": 2})
+    html = viewer_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert "the first 2 of 5" in html

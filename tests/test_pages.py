@@ -142,6 +142,18 @@ def test_an_agent_without_a_surface_has_calls_but_nothing_called_unoffered(viewe
     assert ">1×</td><td><code>write_file</code>" in html[html.index('id="unjoined-calls"'):]
 
 
+def test_an_older_code_surface_of_tool_names_shows_them_with_what_it_withheld(viewer_client):
+    # mid-era: a responses_as_code surface listing tool names (no apis) and `withheld`; what it was
+    # not offered is read against the tools it lists, not against every operation
+    legacy = load("legacy", "legacy.ndjson")
+    html = get(viewer_client, "agent", legacy.pk, "root")
+    assert [key for key, _ in rows(html, "data-tool")] == ["read_file", "write_file", "finish"]
+    assert "<code>shell</code>" in html[html.index('id="withheld"'):html.index("</p>", html.index('id="withheld"'))]
+    not_offered = html[html.index('id="not-offered"'):]
+    assert "tools</summary>" in not_offered and "<li><code>shell</code>" in not_offered
+    assert "<li><code>read_file</code>" not in not_offered
+
+
 def test_agent_page_for_an_unknown_agent_is_404(viewer_client, run):
     response = viewer_client.get(reverse("runs:agent", args=[run.pk, "nobody"]))
     assert response.status_code == 404

@@ -185,6 +185,7 @@ def agent_surface_counts(agent: Agent) -> dict:
     reported = agent.surface_reported
     return {"reported": reported, "mode": agent.execution_mode, "language": language,
             "doc_view_types": agent.doc_view_types, "tools": tools, "apis": apis,
+            "withheld": [str(t) for t in agent.withheld],
             "unoffered_calls": outside if reported else [], "unjoined_calls": [] if reported else outside}
 
 
@@ -194,7 +195,8 @@ def reference_not_offered(agent: Agent, surface: dict) -> dict:
     agent the tools. Nothing for an agent that reported no surface (absent is not empty)."""
     if not surface["reported"]:
         return {"operations": [], "tools": [], "count": 0}
-    if call_surface(agent) == "api" or surface["apis"]:
+    # Operations for a code agent, unless its (older) surface offered tool names instead of apis.
+    if surface["apis"] or (call_surface(agent) == "api" and not surface["tools"]):
         offered = {fn["operation"] for api in surface["apis"] for fn in api["functions"]}
         language = agent.program_language if agent.program_language in ARMS else ""
         by_module = []

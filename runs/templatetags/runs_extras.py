@@ -71,3 +71,9 @@ def sorted_counts(mapping):
     if not mapping:
         return []
     return sorted(mapping.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+@register.filter
+def total(mapping):
+    """{key: n} -> the sum of the n (0 for nothing)."""
+    return sum(v for v in (mapping or {}).values() if isinstance(v, (int, float)))
