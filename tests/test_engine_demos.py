@@ -77,6 +77,13 @@ def test_code_root_demo_reads_views_is_refused_delegates_tidies_and_finishes(tmp
     assert ("shell.shell", False, "unavailable") in calls
     assert calls[-1] == ("session.finish", True, None)
     assert of_type(records, "code_execution")[-1]["finished"].startswith("Read notes.txt")
+    # The session summary's undocumented calls are the sum of every program's.
+    per_program = {}
+    for record in of_type(records, "code_execution"):
+        for operation, n in record.get("undocumentedCalls", {}).get("operations", {}).items():
+            per_program[operation] = per_program.get(operation, 0) + n
+    undocumented = of_type(records, "session_summary")[0]["summary"]["undocumentedCalls"]
+    assert per_program and undocumented == {"calls": sum(per_program.values()), "operations": per_program}
     assert all(r["ok"] for r in of_type(records, "code_execution"))
     assert of_type(records, "memory_state")[-1]["count"] == 1
     views = [r for r in of_type(records, "context_message") if r.get("label") == "notes.txt"]

@@ -125,6 +125,7 @@ def run(engine, agent, reply):
         agent.window.append(message("tool", messages.receipt(), "tool_output", toolCallId=call.id))
         outcome = run_program(ctx, source)
         engine.code_executions += 1
+        engine.undocumented.update(outcome.code_execution.get("undocumentedCalls", {}).get("operations", {}))
         agent.tool_calls += outcome.tool_calls
         _sync_views(agent, ctx.window)
         for heading, body in outcome.model_messages:

@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from pathlib import Path
 
 from runs.engine import thread, toolcalls
@@ -159,6 +159,7 @@ class Engine:
         self.errors_by_type = {}
         self.max_consecutive = 0
         self.code_executions = 0
+        self.undocumented = Counter()  # {operation: calls} summed over every program's code_execution
         self.tool_failures = {}
 
     # -- ids and incarnations --------------------------------------------------------------
@@ -632,7 +633,8 @@ class Engine:
                        "missingCompletion": self.errors["missing_completion"], "loopAborts": 0,
                        "loopAbortWords": 0, "loopAbortChars": 0, "byType": self.errors_by_type,
                        "toolFailures": self.tool_failures},
-            "undocumentedCalls": {"calls": 0}, "issuesCreated": 0, "issuesCompleted": 0,
+            "undocumentedCalls": {"calls": sum(self.undocumented.values()), "operations": dict(self.undocumented)},
+            "issuesCreated": 0, "issuesCompleted": 0,
             "slotCosts": [{"profileId": p, "modelId": m, "tokens": _full(t)} for (p, m), t in self.slots.items()],
             "effectiveTools": root.offered_tools() if root else [],
             "limits": self.spec.capability_set()["limits"],
