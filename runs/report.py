@@ -43,6 +43,7 @@ def build_report(run: Run) -> dict:
     forest = sel.agent_forest(agents)
     refusals = sel.run_refusals(run, agents)
     header = run_selectors.run_header(run)
+    clocks = run_selectors.run_clocks(run, duration=header["duration"])
 
     agent_ids = {a.pk: a.agent_id for a in agents}
     held = defaultdict(list)
@@ -102,6 +103,8 @@ def build_report(run: Run) -> dict:
             "startedAt": _iso(run.started_at),
             "endedAt": _iso(run.ended_at),
             "durationSeconds": header["duration"].total_seconds() if header["duration"] is not None else None,
+            "waitingSeconds": clocks["waiting"].total_seconds(),
+            "agentsByStatus": dict(clocks["by_status"]),
             "counts": {"records": run.last_seq, "rejected": run.rejected_count, "agents": run.agent_count,
                        "turns": run.turn_count, "calls": run.call_count, "errorTurns": run.error_turn_count,
                        "divergences": len(divergences), "refused": refusals["refused"],

@@ -11,9 +11,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.core.paginator import Paginator
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from runs.models import Event, RejectedLine, Run
+from runs.models import Agent, Event, RejectedLine, Run
 from runs.projections import COST_CLASSES, TOKEN_CLASSES, parse_timestamp, total_tokens
 
 RUNS_PER_PAGE = 50
@@ -113,6 +114,25 @@ def run_header(run: Run) -> dict:
         "tool_failure_count": sum(run.tool_failures.values()) if run.tool_failures else 0,
         "api_failure_count": sum(run.api_failures.values()) if run.api_failures else 0,
     }
+
+
+def run_clocks(run: Run, *, duration=None) -> dict:
+    """The overview's clocks (one query): runtime (against the declared ``maxRuntimeSecs``),
+    waiting — the agents' closed blocked suspensions summed — and how many agents stand in each
+    status now. ``{"runtime", "max_runtime", "waiting", "blocked_now", "by_status": [(status, n)]}``"""
+    rows = Agent.objects.filter(run=run).values("status").annotate(
+        n=Count("id"), waiting=Sum("suspended"), blocked=Count("id", filter=Q(blocked_since__isnull=False)))
+    waiting, blocked_now, by_status = timedelta(0), 0, []
+    for row in rows.order_by("status"):
+        by_status.append((row["status"], row["n"]))
+        waiting += row["waiting"] or timedelta(0)
+        blocked_now += row["blocked"]
+    limits = run.capability_set.get("limits") if isinstance(run.capability_set, dict) else None
+    max_runtime = limits.get("maxRuntimeSecs") if isinstance(limits, dict) else None
+    if not isinstance(max_runtime, (int, float)) or isinstance(max_runtime, bool):
+        max_runtime = None
+    return {"runtime": duration, "max_runtime": timedelta(seconds=max_runtime) if max_runtime else None,
+            "waiting": waiting, "blocked_now": blocked_now, "by_status": by_status}
 
 
 def run_profiles(run: Run) -> list[dict]:

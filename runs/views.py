@@ -33,16 +33,11 @@ def run_list(request):
 @require_GET
 def run_detail(request, pk):
     run = get_object_or_404(Run, pk=pk)
-    return render(
-        request,
-        "runs/run_detail.html",
-        run_context(
-            run,
-            "overview",
-            profiles=selectors.run_profiles(run),
-            rejected_lines=selectors.run_rejected_lines(run),
-        ),
+    context = run_context(
+        run, "overview", profiles=selectors.run_profiles(run), rejected_lines=selectors.run_rejected_lines(run)
     )
+    context["clocks"] = selectors.run_clocks(run, duration=context["header"]["duration"])
+    return render(request, "runs/run_detail.html", context)
 
 
 @require_http_methods(["GET", "POST"])

@@ -112,6 +112,7 @@ def test_clocks_errors_and_dropped_stores_on_the_multi_agent_run(viewer_client):
     assert doc["run"]["errorTurnsByType"] == {"model_length_capped": 1, "program_throw": 2, "transpile_syntax": 1}
     agents = {a["agentId"]: a for a in doc["agents"]}
     assert agents["root"]["suspendedSeconds"] == 16.577
+    assert doc["run"]["waitingSeconds"] == 16.577 and doc["run"]["agentsByStatus"] == {"done": 6, "failed": 1}
     assert agents["agent-2"]["errorTurnsByType"] == {"program_throw": 2}
     stores = {s["moduleId"]: s for s in doc["stores"]}
     assert (stores["tasks-1"]["dropped"], stores["tasks-1"]["releasedBy"]) == (True, ["agent-1"])
