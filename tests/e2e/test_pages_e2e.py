@@ -67,6 +67,25 @@ def test_the_rich_fixture_pages_read_as_measured(page, console_server, demo):
     shoot(page, f"{base}/agents/", "pages-agents")
 
 
+def test_the_runs_list_and_the_import_form(page, console_server, demo):
+    shoot(page, f"{console_server.url}/", "runs-list")
+    row = page.locator("table.runs tbody tr", has=page.locator('a:text-is("demo")'))
+    cells = row.locator("td").all_inner_texts()
+    assert cells[1:8] == ["completed", "Import", cells[3], "7", "11", "42", "4"] and cells[8] == "2 · 8"
+    page.goto(f"{console_server.url}/runs/import/")
+    page.set_input_files("input[type=file]", str(STREAMS / "malformed_tail.ndjson"))
+    page.fill("input[name=name]", "uploaded-tail")
+    page.click("form.panel button[type=submit]")  # not the top bar's "Log out"
+    page.wait_for_selector("#import-result")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "pages-import-result.png"), full_page=True)
+    assert page.locator("#result-stored").inner_text() == "stored 6"
+    assert page.locator("#result-rejected").inner_text() == "rejected 5"
+    assert page.locator("#rejections tbody tr").count() == 5
+    page.click("#import-result h2 a")  # on to the run it made
+    assert page.locator("#clock-runtime").is_visible() and page.locator("#rejected-lines").is_visible()
+
+
 # What the page shows once the whole run has arrived: every agent, the ended status, and no trigger
 # left to poll with. Read in one evaluation, so no assertion can land between two polls' swaps, and
 # null-safe, so a check made while an element is not there yet reads "not yet" rather than throwing.
