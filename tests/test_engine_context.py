@@ -227,26 +227,6 @@ def test_max_cost_is_checked_against_summed_usage_at_turn_boundaries(tmp_path):
     assert of_type(records, "usage")[0]["cost"] == {"comparable": 0.3, "actual": 0.3}
 
 
-def test_board_dispatch_is_refused_as_unavailable(tmp_path):
-    board = {"id": "project-management", "enabled": True, "params": {"mergeAgent": "kid"}}
-    data = spec([code_agent("lead", [board, SUBAGENTS], ["board.wait_for_issue", "delegation.spawn_subagent"],
-                            subagents=ROSTER), tool_agent("kid")],
-                {"lead": [program("for call in (lambda: gg.board.wait_for_issue('X-1'),\n"
-                                  "             lambda: gg.delegation.spawn_subagent(agent='kid', issue_id='X-1')):\n"
-                                  "    try:\n        call()\n    except gg.core.ApiError as err:\n"
-                                  "        gg.views.open_text(err.operation, err.message)\n"),
-                          program("gg.session.finish('refused')")]})
-    run, records = run_spec(data, tmp_path)
-    assert schema_errors(records) == [] and run.status == "completed", of_type(records, "log")
-    results = [(r["operation"], r["ok"], r.get("failure")) for r in of_type(records, "api_result")
-               if r["operation"] != "views.open_text"][:2]
-    assert results == [("board.wait_for_issue", False, "unavailable"), ("delegation.spawn_subagent", False,
-                                                                        "unavailable")]
-    views = {r["label"]: r["content"] for r in of_type(records, "context_message") if r.get("label")}
-    assert "does not dispatch board issues" in views["wait_for_issue"]
-    assert "spawn the subagent with a prompt" in views["spawn_subagent"]
-
-
 def test_a_tool_calling_eviction_stubs_the_read_and_reclaims_its_tokens(tmp_path):
     data = spec([tool_agent("coder", FILES + [CONTEXT])],
                 {"coder": [call("read_file", path="a.txt"), call("evict_file_view", path="a.txt"),

@@ -5,11 +5,12 @@ emits the api_call/api_result brackets and the code_execution record. What the m
 turn is the views the program left in its window (file / text / documentation bands, replaced in
 place, dropped when closed) and the membrane's messages under their three headings. A reply
 without a program is the error turn `missing_completion_no_program`; reply text is never run.
-Spawning, waiting (the children run to their end inside the call) and messaging happen inside the
-call's bracket through the engine's hook; so does archive_thread, over the agent's history.
+Spawning, waiting (the children, or a board issue's implementers and reviewers, run to their end
+inside the call) and messaging happen inside the call's bracket through the engine's hook; so does
+archive_thread, over the agent's history.
 """
 
-from runs.engine import messages, thread
+from runs.engine import issues, messages, thread
 from runs.engine.membrane import AgentContext, run_program
 from runs.engine.tools import ToolError
 
@@ -30,13 +31,17 @@ class Delegation:
     def spawn(self, request):
         case, brief = request["task"]
         if case == "issue":
-            raise ToolError("unavailable", "the built-in engine does not dispatch board issues; spawn the "
-                                           "subagent with a prompt instead")
+            # Board agents are top level and dispatched by the wait; a spawner's child cannot be one.
+            raise ToolError("unavailable", "the built-in engine does not spawn a subagent on an issue: "
+                                           "board.wait_for_issue dispatches it, or spawn with a prompt")
         child = self.engine.spawn(self.agent, request["agent"], brief)
         return {"id": child.id, "slot": 0, "model_id": child.profile.model_id}
 
     def wait(self, ids):
         return self.engine.wait(self.agent, ids)
+
+    def wait_for_issue(self, issue_id):
+        return issues.wait(self.engine, self.agent, issue_id)
 
     def send(self, agent_id, text):
         self.engine.send(self.agent, agent_id, text)
@@ -147,7 +152,8 @@ def _apply(engine, agent, outcome):
     """Register what the program declared for the loop to apply at turn close."""
     if outcome.ending:
         op_id, payload = outcome.ending
-        agent.ending = (op_id, ENDING_SUMMARY.get(op_id, lambda p: p.get("summary", ""))(payload))
+        agent.ending = (op_id.split(".", 1)[1], ENDING_SUMMARY.get(op_id, lambda p: p.get("summary", ""))(payload),
+                        payload.get("items"))
     if outcome.succession and agent.succession is None:
         op_id, payload = outcome.succession
         try:

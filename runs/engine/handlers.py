@@ -200,8 +200,11 @@ def _remove_issue(m, id):  # noqa: A002
 
 @handles("board.wait_for_issue")
 def _wait_for_issue(m, id):  # noqa: A002
-    raise ToolError("unavailable", f"`{m.spelled('board.wait_for_issue')}` is not carried out by the built-in "
-                                   "engine: it does not dispatch board issues to implementers and reviewers")
+    # Blocking in the run loop: the issue's implementers and reviewers run inside the call.
+    if m.ctx.delegation is None:
+        raise ToolError("unavailable", f"`{m.spelled('board.wait_for_issue')}` needs a run loop to dispatch "
+                                       "the issue; this program runs outside one")
+    return m.ctx.delegation.wait_for_issue(id)
 
 
 # -- context ------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ end and returns gg's terminal status. Agents take turns in spawn order, at most 
 the runnable ones per round, so a scripted run is deterministic. `wait_for_subagents` blocks: the
 waiting agent frees its slot (`agent_status blocked`), the awaited children take their turns inside
 the call, in rounds of their own, and the call returns their summaries — so a delegation's whole
-subtree lands inside the caller's tool_call/tool_result (or api_call/api_result) bracket.
+subtree lands inside the caller's tool_call/tool_result (or api_call/api_result) bracket. A wait
+for a board issue blocks the same way while the issue's agents run (runs.engine.issues).
 
 Per incarnation (spec/stream.md §3.1): agent_spawned → fsm_state (in a machine) → agent_modules →
 agent_surface → the *_state snapshots of the kinds it holds → agent_status (non-root).
@@ -28,7 +29,7 @@ import time
 from collections import Counter, deque
 from pathlib import Path
 
-from runs.engine import thread, toolcalls
+from runs.engine import issues, thread, toolcalls
 from runs.engine.providers import SUBMIT_PROGRAM, ProviderError, Request, make_provider
 from runs.engine.spec import MODULE_KINDS
 from runs.engine.stores import StoreRegistry, open_holdings, succeed
@@ -75,11 +76,12 @@ class Handle:
         self.status = None  # the subagent-result status once done
         self.summary = ""
         self.collected = False
+        self.ending = None  # (kind, summary, items): a board dispatch reads a reviewer's verdict from it
 
 
 class Agent:
     def __init__(self, engine, agent_id, profile, *, parent=None, parent_id=None, depth=0, role="standard",
-                 brief=None, machine=None, state=None):
+                 brief=None, machine=None, state=None, issue_id=None, worktree=None):
         self.engine = engine
         self.id = agent_id
         self.profile = profile
@@ -89,11 +91,12 @@ class Agent:
         self.role = role
         self.brief = brief
         self.machine, self.state = machine, state  # the machine shell profile and the state it stands in
+        self.issue_id, self.worktree = issue_id, worktree  # a board-dispatched agent's issue and branch
         self.holdings = {}
         self.turns = 0
         self.consecutive = 0
         self.recent = deque(maxlen=engine.spec.limits.error_rate_window or 1)
-        self.status = "running"  # "blocked" while it waits on subagents inside a call
+        self.status = "running"  # "blocked" while it waits on subagents or an issue inside a call
         self.compaction = None  # a declared self-compaction, applied at the top of the next turn
         self.inbox = []
         self.children = []  # Handles
@@ -108,6 +111,12 @@ class Agent:
     @property
     def window(self):
         return self.holdings["history"].impl.messages
+
+    @property
+    def reports_status(self):
+        """Whether agent_status is on this stream: every spawned and board-dispatched agent (the root
+        chain's ending is the session's)."""
+        return self.parent_id is not None or self.issue_id is not None
 
     @property
     def in_machine_with_edges(self):
@@ -161,6 +170,10 @@ class Engine:
         self.code_executions = 0
         self.undocumented = Counter()  # {operation: calls} summed over every program's code_execution
         self.tool_failures = {}
+        # board dispatch (runs.engine.issues): per issue its branch, implementer attempts, last summary
+        self.branches, self.attempts, self.issue_summaries = {}, {}, {}
+        self.issues_done = set()
+        self.review_phases = Counter()
 
     # -- ids and incarnations --------------------------------------------------------------
     def mint_id(self):
@@ -183,7 +196,7 @@ class Engine:
             m for m in history.messages if m["role"] != "system"] + opening_messages
         thread.stamp(history.messages, 0)
         agent.emit("agent_spawned", profileId=agent.profile.slug, modelId=agent.profile.model_id, depth=agent.depth,
-                   cwd=str(self.workspace.root), brief=agent.brief)
+                   cwd=str(self.workspace.root), brief=agent.brief, worktree=agent.worktree)
         if agent.machine:
             agent.emit("fsm_state", fsmId=agent.machine.slug, state=agent.state, profileId=agent.profile.slug,
                        **({"from": from_state} if from_state else {}))
@@ -195,7 +208,7 @@ class Engine:
         agent.emit("agent_surface", **surface)
         for kind in SNAPSHOT_KINDS:
             self.snapshot(agent, kind)
-        if agent.parent_id is not None:
+        if agent.reports_status:
             agent.emit("agent_status", status="running")
         self.agents.append(agent)
         self.telemetry.flush()
@@ -419,6 +432,9 @@ class Engine:
                     summary, content = self._ending(agent, call.name, call.args)
                 elif call.name in DELEGATION:
                     summary, content = self._delegate(agent, call.name, call.args)
+                elif call.name == "wait_for_issue":
+                    content = issues.wait(self, agent, call.args.get("issue_id"))
+                    summary = content.split(":", 1)[0]
                 else:
                     summary, content, changed = toolcalls.dispatch(agent, call.name, call.args)
                     agent.tool_calls += 1
@@ -437,14 +453,14 @@ class Engine:
             summary = args.get("summary")
             if not isinstance(summary, str) or not summary.strip():
                 raise ToolError("invalid-argument", "finish needs a non-empty summary")
-            agent.ending = ("finish", summary.strip())
+            agent.ending = ("finish", summary.strip(), None)
         elif name == "approve":
-            agent.ending = ("approve", "approved")
+            agent.ending = ("approve", "approved", None)
         else:
             items = [i.strip() for i in args.get("items") or [] if isinstance(i, str) and i.strip()]
             if not items:
                 raise ToolError("invalid-argument", "request_changes needs at least one change")
-            agent.ending = ("request_changes", "changes requested:\n" + "\n".join(f"- {i}" for i in items))
+            agent.ending = ("request_changes", "changes requested:\n" + "\n".join(f"- {i}" for i in items), items)
         return name.replace("_", " "), "the session ends when this turn closes"
 
     # -- delegation (both modes) -----------------------------------------------------------
@@ -521,22 +537,31 @@ class Engine:
             handles = [known[i] for i in ids]
         pending = [h for h in handles if not h.done]
         if pending:
-            if self.stopping:
-                raise _stopped(self.stopping)
-            agent.status = "blocked"
-            agent.emit("agent_status", status="blocked", waitingOn=", ".join(h.id for h in pending))
-            try:
-                while not all(h.done for h in pending):
-                    self._round([h.agent for h in pending if not h.done])
-            except SessionOver as over:
-                self.stopping = over
-            agent.status = "running"
-            agent.emit("agent_status", status="running")
-            if self.stopping:
-                raise _stopped(self.stopping)
+            self.block(agent, ", ".join(h.id for h in pending), lambda: self.run_out(pending))
         for h in handles:
             h.collected = True
         return [{"id": h.id, "status": h.status, "summary": h.summary} for h in handles]
+
+    def block(self, agent, waiting_on, work):
+        """Run `work` (other agents' turns) inside `agent`'s call: it frees its slot (`blocked`) and
+        resumes (`running`) when the work is over. A run-wide stop met inside fails the call."""
+        if self.stopping:
+            raise _stopped(self.stopping, waiting_on)
+        agent.status = "blocked"
+        agent.emit("agent_status", status="blocked", waitingOn=waiting_on)
+        try:
+            work()
+        except SessionOver as over:
+            self.stopping = over
+        agent.status = "running"
+        agent.emit("agent_status", status="running")
+        if self.stopping:
+            raise _stopped(self.stopping, waiting_on)
+
+    def run_out(self, handles):
+        """Rounds of `handles`' agents until every one has ended (or been stopped by its own ceiling)."""
+        while not all(h.done for h in handles):
+            self._round([h.agent for h in handles if not h.done])
 
     # -- turn close: endings, successions, forks ------------------------------------------
     def _close(self, agent):
@@ -552,6 +577,7 @@ class Engine:
         agent.status = "done"
         handle = agent.handle
         handle.done, handle.status, handle.summary = True, "completed", summary
+        handle.ending = agent.ending
         if handle is not self.root_handle:  # the root's chain ending ends the session
             agent.emit("agent_returned", summary=summary)
             agent.emit("agent_status", status="done")
@@ -577,14 +603,15 @@ class Engine:
         spawner_holdings = agent.parent.holdings if agent.parent else None
         holdings, rows = succeed(self.registry, kind, agent.holdings, profile, transfer, spawner_holdings)
         successor = Agent(self, self.mint_id(), profile, parent=agent.parent, parent_id=agent.id,
-                          depth=agent.depth, role=agent.role, brief=prompt, machine=machine, state=state)
+                          depth=agent.depth, role=agent.role, brief=prompt, machine=machine, state=state,
+                          issue_id=agent.issue_id, worktree=agent.worktree)
         successor.turns = agent.turns  # one allowance across the chain
         successor.handle = agent.handle
         agent.handle.agent = successor
         agent.emit("agent_transition", kind=kind, toAgentId=successor.id, profileId=profile.slug,
                    state=state if machine else None, modules=rows)
         agent.status = "done"
-        if agent.parent_id is not None:
+        if agent.reports_status:
             agent.emit("agent_status", status="done")
         opening = [message("user", prompt, "user_prompt")] if prompt else []
         if not opening and not holdings["history"].store is agent.holdings["history"].store:
@@ -619,11 +646,13 @@ class Engine:
         self.telemetry.emit("log", root, level="info",
                             message=f"session ended ({status}) after {turns} turn(s); {total} total tokens.")
         spawned = [a for a in self.agents if a.id != "root"]
+        board = self.registry.run_wide.get("board")
         summary = {
             "terminalStatus": status, "agentsSpawned": len(self.agents), "subagentCount": len(spawned),
             "maxSubagentDepth": max((a.depth for a in self.agents), default=0), "compactions": self.compactions,
-            "ranOutOfContext": False, "contextOverflowCount": 0, "issueReviews": 0, "reviewCycles": 0,
-            "issuesReopened": 0, "executionMode": self.spec.root.mode if self.spec.root.mode != "machine"
+            "ranOutOfContext": False, "contextOverflowCount": 0, "issueReviews": self.review_phases["requested"],
+            "reviewCycles": self.review_phases["changes_requested"] + self.review_phases["approved"],
+            "issuesReopened": self.review_phases["changes_requested"], "executionMode": self.spec.root.mode if self.spec.root.mode != "machine"
             else self.spec.profile(self.spec.root.states[0].agent).mode,
             "codeExecutions": self.code_executions, "compileMs": 0,
             "errors": {"turns": sum(a.turns for a in self.agents), "errors": sum(self.errors.values()),
@@ -634,7 +663,7 @@ class Engine:
                        "loopAbortWords": 0, "loopAbortChars": 0, "byType": self.errors_by_type,
                        "toolFailures": self.tool_failures},
             "undocumentedCalls": {"calls": sum(self.undocumented.values()), "operations": dict(self.undocumented)},
-            "issuesCreated": 0, "issuesCompleted": 0,
+            "issuesCreated": len(board.impl.issues) if board else 0, "issuesCompleted": len(self.issues_done),
             "slotCosts": [{"profileId": p, "modelId": m, "tokens": _full(t)} for (p, m), t in self.slots.items()],
             "effectiveTools": root.offered_tools() if root else [],
             "limits": self.spec.capability_set()["limits"],
@@ -646,10 +675,10 @@ class Engine:
         self.telemetry.flush()
 
 
-def _stopped(over):
-    """The failure a wait ends in when the run stops while children run inside it."""
+def _stopped(over, waiting_on):
+    """The failure a wait ends in when the run stops while other agents run inside it."""
     return ToolError("limit-exceeded" if over.breach else "other",
-                     f"the run stopped ({over.status}) while this agent waited on its subagents")
+                     f"the run stopped ({over.status}) while this agent waited on {waiting_on}")
 
 
 def _full(tokens):

@@ -35,7 +35,7 @@ MAX_LOG_LINES, MAX_LOG_BYTES, MAX_LOG_LINE_BYTES = 200, 16 * 1024, 2 * 1024
 SUMMARY_PREVIEW_BYTES = 160
 DEFAULT_TIMEOUT_SECS = 30
 DEFAULT_MAX_MEMORY_BYTES = 256 * 1024 * 1024
-BLOCKING = {"delegation.wait_for_subagents"}  # calls during which other agents take their turns
+BLOCKING = {"delegation.wait_for_subagents", "board.wait_for_issue"}  # calls during which other agents take their turns
 
 
 class Library:

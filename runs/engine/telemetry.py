@@ -30,6 +30,8 @@ class Telemetry:
             record["agentId"] = agent.id
             if agent.parent_id:
                 record["parentAgentId"] = agent.parent_id
+            if agent.issue_id:
+                record["issueId"] = agent.issue_id
         record["type"] = type_
         record.update({key: value for key, value in fields.items() if value is not None})
         self.buffer.append(record)

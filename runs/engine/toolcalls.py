@@ -1,6 +1,7 @@
 """A tool-calling agent's registry tools: each gg tool name dispatched to the typed tool
 implementations (runs.engine.tools) the membrane uses too, with the parameter shape the model is
-offered. Delegation and ending tools are the loop's own (they change who runs), not here.
+offered. Delegation, wait_for_issue and the ending tools are the loop's own (they change who runs),
+not here.
 
 A handler returns `(summary, content, snapshots)`: the short result summary for `tool_result`, the
 text the model reads back, and the store kinds whose `*_state` snapshot the call changed.
@@ -156,11 +157,6 @@ def _compact(ctx, args):
     return "compaction declared", "the window is compacted to your summary when the next turn starts", ()
 
 
-def _wait_for_issue(ctx, args):
-    raise ToolError("unavailable", "`wait_for_issue` is not carried out by the built-in engine: it does not "
-                                   "dispatch board issues to implementers and reviewers")
-
-
 MEMORY_ARGS = _schema(["name", "body"], name=S, description=S, body=S)
 
 # name -> (parameters schema, handler)
@@ -185,14 +181,15 @@ TOOLS = {
     "set_blocked_by": (_schema(["id", "blocked_by"], id=S, blocked_by=STRINGS), _tasks("set_blocked_by")),
     "complete_task": (_schema(["id"], id=S), _tasks("complete")),
     "remove_task": (_schema(["id"], id=S), _tasks("remove")),
-    "create_epic": (_schema(["id", "title"], id=S, title=S, description=S), _board("create_epic")),
-    "create_issue": (_schema(["title"], title=S, description=S, epicId=S, agentId=S), _board("create_issue")),
+    "create_epic": (_schema(["prefix", "title"], prefix=S, title=S, description=S), _board("create_epic")),
+    "create_issue": (_schema(["title", "agent"], title=S, description=S, in_scope=STRINGS, out_of_scope=STRINGS,
+                             completion_criteria=STRINGS, blocked_by=STRINGS, epic_id=S, agent=S,
+                             reviewers=STRINGS), _board("create_issue")),
     "update_issue": (_schema(["issue_id"], issue_id=S, title=S, description=S), _board("update_issue", "issue_id")),
     "set_issue_blocked_by": (_schema(["issue_id", "blocked_by"], issue_id=S, blocked_by=STRINGS),
                              _board("set_issue_blocked_by", "issue_id", "blocked_by")),
     "remove_epic": (_schema(["epic_id"], epic_id=S), _board("remove_epic", "epic_id")),
     "remove_issue": (_schema(["issue_id"], issue_id=S), _board("remove_issue", "issue_id")),
-    "wait_for_issue": (_schema(["issue_id"], issue_id=S), _wait_for_issue),
     "evict_file_view": (_schema([], path=S), _evict_file_view),
     "archive_thread": (_schema(["ranges"], ranges={"type": "array", "items": _schema(["from", "to"], **{"from": I, "to": I})}),
                        _archive_thread),
@@ -200,8 +197,9 @@ TOOLS = {
     "compact": (_schema(["summary"], summary=S, files=STRINGS), _compact),
 }
 
-# The loop's own tools: delegation (who runs next) and the endings (synthetic, by role).
+# The loop's own tools: delegation and issue waits (who runs next) and the endings (synthetic, by role).
 LOOP_TOOLS = {
+    "wait_for_issue": _schema(["issue_id"], issue_id=S),
     "spawn_subagent": _schema(["agent", "prompt"], agent=S, prompt=S),
     "wait_for_subagents": _schema([], ids=STRINGS),
     "send_message": _schema(["to", "message"], to=S, message=S),

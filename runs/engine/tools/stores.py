@@ -241,7 +241,6 @@ class BoardStore:
     def __init__(self, module_id, max_epics=50, max_issues=2000):
         self.module_id, self.max_epics, self.max_issues = module_id, max_epics, max_issues
         self.epics, self.issues = {}, {}
-        self.waits = []  # issue ids an agent asked to be told about
 
     def usage(self):
         return {"epics": len(self.epics), "max_epics": self.max_epics, "issues": len(self.issues),
@@ -283,13 +282,13 @@ class BoardStore:
             "reviewerIds": list(issue.get("reviewers") or [])}
         return {"id": issue_id, "board": self.usage()}
 
-    def _issue(self, issue_id):
+    def issue(self, issue_id):
         if issue_id not in self.issues:
             raise ToolError("not-found", f"there is no issue {issue_id}")
         return self.issues[issue_id]
 
     def update_issue(self, issue_id, patch):
-        issue = self._issue(issue_id)
+        issue = self.issue(issue_id)
         if patch.get("title") is not None:
             issue["title"] = patch["title"]
         description = patch.get("description") or ("keep", None)
@@ -310,9 +309,9 @@ class BoardStore:
             issue["epicId"] = epic[1]
 
     def set_issue_blocked_by(self, issue_id, blocked_by):
-        issue = self._issue(issue_id)
+        issue = self.issue(issue_id)
         for other in blocked_by:
-            self._issue(other)
+            self.issue(other)
         if issue_id in blocked_by or _blocking_cycle(self.issues, issue_id, blocked_by):
             raise ToolError("conflict", f"blocking {issue_id} on {', '.join(blocked_by)} would make a cycle")
         issue["blockedBy"] = list(blocked_by)
@@ -327,14 +326,9 @@ class BoardStore:
         return self.usage()
 
     def remove_issue(self, issue_id):
-        self._issue(issue_id)
+        self.issue(issue_id)
         del self.issues[issue_id]
         return self.usage()
-
-    def wait_for_issue(self, issue_id):
-        self._issue(issue_id)
-        self.waits.append(issue_id)
-        return f"waiting for {issue_id}; its outcome arrives as a notice when it settles"
 
     def snapshot(self):
         return {"type": "board_state", "moduleId": self.module_id, "epics": list(self.epics.values()),

@@ -1,0 +1,127 @@
+"""Board dispatch: `board.wait_for_issue` (and the `wait_for_issue` tool) runs an open issue to a
+terminal status inside the call, the way wait_for_subagents runs children (Engine.block).
+
+The issue's implementer — a top-level agent (no parent, depth 0) under the issue's `agentId` profile,
+id `<ISSUE>.<attempt>i`, `issueId` on every record — works from a brief built from the issue. Its
+`finish` moves the issue to `in_review` when the issue names reviewers (`reviewerIds`, the profile
+slugs given to create_issue), else straight to `done`. Reviewers (`<ISSUE>.<attempt>i.<n>r`, review
+role) run in turn; the first `request_changes` ends the round and sends a new implementer attempt back
+to work with the items (`retries` + 1; a review has no cycle limit); every reviewer approving accepts
+the issue. An implementer stopped by its own ceiling fails the issue. Each move is a `board_state`;
+`issue_review` and `worktree_merged` go on the issue's stream (the implementer attempt's).
+
+The built-in engine keeps no git worktrees: every issue agent works in the shared workspace, and the
+branch gg would use (`gg/issue-<n>`, n in dispatch order) is reported on agent_spawned and
+worktree_merged only — an accepted issue is a clean merge, a failed one a discard.
+"""
+
+from runs.engine.stores import open_holdings
+from runs.engine.tools import ToolError
+
+TERMINAL = ("done", "failed")
+
+
+def wait(engine, waiter, issue_id):
+    """Dispatch `issue_id` if it is open and block `waiter` until it settles; '<ID> <status>: <summary>'."""
+    if not isinstance(issue_id, str) or not issue_id.strip():
+        raise ToolError("invalid-argument", "name the issue to wait for")
+    board = waiter.store("board")
+    issue = board.issue(issue_id)
+    if issue["status"] == "open":
+        unmet = [b for b in issue["blockedBy"] if board.issues.get(b, {}).get("status") != "done"]
+        if unmet:
+            raise ToolError("refused", f"{issue_id} is blocked by {', '.join(unmet)}, not yet done")
+        if issue["agentId"] not in {p.slug for p in engine.spec.profiles}:
+            raise ToolError("invalid-argument", f"{issue_id} names {issue['agentId']!r}, which is no profile's slug")
+        engine.block(waiter, f"issue {issue_id}", lambda: _work(engine, board, issue))
+    elif issue["status"] not in TERMINAL:
+        raise ToolError("refused", f"{issue_id} is {issue['status']} inside another agent's wait")
+    return f"{issue_id} {issue['status']}: {engine.issue_summaries.get(issue_id, '')}"
+
+
+def _work(engine, board, issue):
+    issue_id = issue["id"]
+    branch = engine.branches.setdefault(issue_id, f"gg/issue-{len(engine.branches) + 1}")
+    items = None
+    while True:
+        attempt = engine.attempts.get(issue_id, 0)
+        engine.attempts[issue_id] = attempt + 1
+        implementer = _start(engine, issue, f"{issue_id}.{attempt}i", issue["agentId"], "standard",
+                             _brief(issue, items), branch)
+        issue.update(status="in_progress", assignedAgentId=implementer.id)
+        _moved(implementer, board)
+        engine.run_out([implementer.handle])
+        handle = implementer.handle
+        engine.issue_summaries[issue_id] = handle.summary
+        if handle.status != "completed":
+            implementer.emit("worktree_merged", branch=branch, merged=False, conflicts=False)  # discarded
+            issue["status"] = "failed"
+            _moved(implementer, board)
+            return
+        if not issue["reviewerIds"]:
+            break
+        issue["status"] = "in_review"
+        _moved(implementer, board)
+        items = _review(engine, issue, implementer, handle.summary, branch)
+        if items is None:
+            break
+        issue.update(status="in_progress", retries=issue["retries"] + 1)  # the next attempt's dispatch reports it
+    implementer.emit("worktree_merged", branch=branch, merged=True, conflicts=False)
+    issue["status"] = "done"
+    engine.issues_done.add(issue_id)
+    _moved(implementer, board)
+
+
+def _review(engine, issue, implementer, summary, branch):
+    """One review round: the issue's reviewers in turn. Returns the change items, or None when all approve."""
+    implementer.emit("issue_review", phase="requested")
+    engine.review_phases["requested"] += 1
+    approvals = []
+    brief = (f"Review the work on issue {issue['id']}: {issue['title']}.\nThe implementer "
+             f"({implementer.id}) reported: {summary}\n\n{_brief(issue, None)}\n\n"
+             "End with approve, or request_changes listing what must change.")
+    for n, slug in enumerate(issue["reviewerIds"]):
+        reviewer = _start(engine, issue, f"{implementer.id}.{n}r", slug, "review", brief, branch)
+        engine.run_out([reviewer.handle])
+        who = {"agentId": reviewer.id, "profileId": slug, "profile": reviewer.profile.name}
+        kind, _, items = reviewer.handle.ending or (None, None, None)
+        if kind == "approve":
+            approvals.append(who)
+            continue
+        # A reviewer stopped by its ceiling returned no verdict: its round still asks for another pass.
+        items = items or [f"the review by {reviewer.id} ended without a verdict ({reviewer.handle.status})"]
+        implementer.emit("issue_review", phase="changes_requested", items=items, reviewer=who,
+                         approvals=approvals or None)
+        engine.review_phases["changes_requested"] += 1
+        return items
+    implementer.emit("issue_review", phase="approved", approvals=approvals)
+    engine.review_phases["approved"] += 1
+    return None
+
+
+def _start(engine, issue, agent_id, slug, role, brief, branch):
+    """Open one board-dispatched agent: top level (no parent, depth 0), scoped to the issue."""
+    from runs.engine.loop import Agent, Handle, message  # the loop imports this module
+
+    profile = engine.spec.profile(slug)
+    agent = Agent(engine, agent_id, profile, role=role, brief=brief, issue_id=issue["id"], worktree=branch)
+    agent.handle = Handle(agent)
+    engine.open(agent, [message("user", brief, "user_prompt")], open_holdings(engine.registry, profile))
+    return agent
+
+
+def _brief(issue, items):
+    parts = [f"Issue {issue['id']}: {issue['title']}"]
+    for label, key in (("Description", "description"), ("In scope", "inScope"), ("Out of scope", "outOfScope"),
+                       ("Completion criteria", "completionCriteria")):
+        if issue.get(key):
+            parts.append(f"{label}:\n{issue[key]}")
+    if items:
+        parts.append("A reviewer asked for these changes:\n" + "\n".join(f"- {item}" for item in items))
+    return "\n\n".join(parts)
+
+
+def _moved(agent, board):
+    """gg moved an issue: the board's snapshot, on the issue's stream."""
+    agent.emit("board_state", **{k: v for k, v in board.snapshot().items() if k != "type"})
+    agent.engine.telemetry.flush()
