@@ -134,6 +134,10 @@ def build_report(run: Run) -> dict:
         } for s in stores],
         "divergences": divergences,
         "refusalTotals": [{"operation": op, "refused": n} for op, n in refusals["totals"]],
+        # True when the run has more failed calls or refusal lines than one read covers (the page says
+        # so too): the refusal figures then cover the earliest `refusalsWindow` of each.
+        "refusalsTruncated": refusals["truncated"],
+        "refusalsWindow": refusals["window"],
         "arms": [{"programLanguage": arm["language"] or None, "docViewTypes": arm["doc_view_types"] or None,
                   "executionModes": arm["modes"], "agents": [a.agent_id for a in arm["agents"]],
                   "turns": arm["turns"], "errorTurns": arm["error_turns"], "calls": dict(arm["calls"]),

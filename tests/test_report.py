@@ -153,3 +153,15 @@ def test_an_unreported_surface_in_the_report_is_not_an_empty_one(viewer_client):
     assert root["surface"]["reported"] is False
     assert root["surface"]["unofferedCalls"] == []
     assert root["surface"]["callsWithoutSurface"] == [{"name": "write_file", "operation": "", "calls": 1}]
+
+
+def test_a_refusal_roster_past_its_window_says_so_on_the_page_and_in_the_report(viewer_client, run, monkeypatch):
+    from runs.pages import selectors
+
+    doc = api(viewer_client, run.pk).json()
+    assert (doc["refusalsTruncated"], doc["refusalsWindow"]) == (False, selectors.REFUSALS_READ)
+    monkeypatch.setattr(selectors, "REFUSALS_READ", 2)  # the fixture has 4 failed api_results
+    doc = api(viewer_client, run.pk).json()
+    assert (doc["refusalsTruncated"], doc["refusalsWindow"]) == (True, 2)
+    page = viewer_client.get(reverse("runs:refusals", args=[run.pk])).content.decode()
+    assert "the figures cover its earliest 2 of each" in page
