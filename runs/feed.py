@@ -21,7 +21,7 @@ from django.db.models import Max
 from django.urls import NoReverseMatch, reverse
 
 from runs.models import Agent, Event, Run
-from runs.projections import _text
+from runs.projections import as_text
 from surfaces.arms import spelling_for
 
 BATCH = 200  # events read and sent per socket message
@@ -287,7 +287,7 @@ Ev = namedtuple("Ev", "seq type agent_id timestamp raw tool_name ok failure")
 def _surface(rec):
     """(apis, language) from an agent_surface record, as the projection stores them."""
     apis = rec.get("apis")
-    return (apis if isinstance(apis, list) else [], _text(rec.get("programLanguage"), 32))
+    return (apis if isinstance(apis, list) else [], as_text(rec.get("programLanguage"), 32))
 
 
 def _profiles(capability_set):
@@ -351,7 +351,7 @@ class FeedState:
             if not ev.type.startswith("host:"):
                 self.agents.add(ev.agent_id)
             if ev.type == "agent_transition" and rec.get("toAgentId"):
-                self.agents.add(_text(rec["toAgentId"]))
+                self.agents.add(as_text(rec["toAgentId"]))
             if len(self.agents) > 1:
                 self.multi_from = ev.seq
         if ev.type == "agent_surface":

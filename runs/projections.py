@@ -102,7 +102,8 @@ _SHORT_MAX = 64
 # Reading one record (stateless): what it is, and the Event columns that depend on it alone
 
 
-def _text(value, limit=_ID_MAX) -> str:
+def as_text(value, limit=_ID_MAX) -> str:
+    """A stream field as bounded text: absent is empty, a non-string is its compact JSON."""
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -132,7 +133,7 @@ def _type_of(rec: dict) -> str:
     t = rec.get("type")
     if isinstance(t, str):
         return t[:_TYPE_MAX]
-    return _text(t, _TYPE_MAX)
+    return as_text(t, _TYPE_MAX)
 
 
 def failure_class(rec: dict) -> str:
@@ -146,7 +147,7 @@ def failure_class(rec: dict) -> str:
         for key in ("class", "kind", "code", "type"):
             if isinstance(f.get(key), str):
                 return f[key][:_SHORT_MAX]
-    return _text(f, _SHORT_MAX)
+    return as_text(f, _SHORT_MAX)
 
 
 def api_operation(rec: dict) -> str:
@@ -172,11 +173,11 @@ def event_columns(obj: dict):
     etype, rec = classify(obj)
     src = rec if rec is not None else obj
     agent_id = src.get("agentId")
-    agent_id = _text(agent_id) if agent_id else "root"
+    agent_id = as_text(agent_id) if agent_id else "root"
     ts = src.get("timestamp")
     if ts is None and rec is not None:
         ts = obj.get("timestamp")
-    timestamp = _text(ts, _SHORT_MAX)
+    timestamp = as_text(ts, _SHORT_MAX)
     operation = tool_name = failure = ""
     ok = None
     if rec is not None:
@@ -187,9 +188,9 @@ def event_columns(obj: dict):
             ok = rec.get("ok") if isinstance(rec.get("ok"), bool) else None
             failure = failure_class(rec)
         elif etype == "tool_call":
-            tool_name = _text(rec.get("name"))
+            tool_name = as_text(rec.get("name"))
         elif etype == "tool_result":
-            tool_name = _text(rec.get("name"))
+            tool_name = as_text(rec.get("name"))
             ok = rec.get("ok") if isinstance(rec.get("ok"), bool) else None
             failure = failure_class(rec)
     return etype, rec, agent_id, timestamp, operation, tool_name, ok, failure
@@ -224,7 +225,7 @@ def breakdown_bands(rec: dict) -> dict:
     out = {}
     for row in rec.get("bySource") or ():
         if isinstance(row, dict) and _num(row.get("tokens")):
-            source = _text(row.get("source"), _SHORT_MAX)
+            source = as_text(row.get("source"), _SHORT_MAX)
             out[source] = out.get(source, 0) + row["tokens"]
     return out
 
@@ -391,24 +392,24 @@ class Projector:
         agent_ids, module_ids = set(), set()
         for rec in records:
             aid = rec.get("agentId")
-            aid = _text(aid) if aid else "root"
+            aid = as_text(aid) if aid else "root"
             agent_ids.add(aid)
             for key in ("parentAgentId", "toAgentId"):
                 v = rec.get(key)
                 if v:
-                    agent_ids.add(_text(v))
+                    agent_ids.add(as_text(v))
             t = rec.get("type")
             if t in STATE_KINDS:
                 mid = rec.get("moduleId")
-                module_ids.add(_text(mid) if mid else f"legacy:{aid}:{STATE_KINDS[t]}"[:_ID_MAX])
+                module_ids.add(as_text(mid) if mid else f"legacy:{aid}:{STATE_KINDS[t]}"[:_ID_MAX])
             elif t == "agent_modules":
                 for row in rec.get("modules") or ():
                     if isinstance(row, dict):
                         mid = row.get("moduleId")
                         if mid:
-                            module_ids.add(_text(mid))
+                            module_ids.add(as_text(mid))
                         elif mid is None:
-                            module_ids.add(f"legacy:{aid}:{_text(row.get('kind'), 32)}"[:_ID_MAX])
+                            module_ids.add(f"legacy:{aid}:{as_text(row.get('kind'), 32)}"[:_ID_MAX])
         agent_ids -= self.agents.keys()
         if agent_ids and self.run.agent_count:
             for a in _in_chunks(Agent.objects.filter(run=self.run), "agent_id", agent_ids):
@@ -459,7 +460,7 @@ class Projector:
             return None
         run = self.run
         aid = rec.get("agentId")
-        aid = _text(aid) if aid else "root"
+        aid = as_text(aid) if aid else "root"
         agent = self._agent(aid, seq)
         self.dirty_agents.add(aid)
 
@@ -474,13 +475,13 @@ class Projector:
         if not run.session_id:
             sid = rec.get("sessionId")
             if sid:
-                run.session_id = _text(sid)
+                run.session_id = as_text(sid)
         pid = rec.get("parentAgentId")
         if pid and not agent.parent_agent_id:
-            agent.parent_agent_id = _text(pid)
+            agent.parent_agent_id = as_text(pid)
         iid = rec.get("issueId")
         if iid and not agent.issue_id and etype != "issue_review":
-            agent.issue_id = _text(iid)
+            agent.issue_id = as_text(iid)
 
         handler = _HANDLERS.get(etype)
         if handler is not None:
@@ -501,7 +502,7 @@ class Projector:
 
     def _session_ended(self, seq, rec, agent):
         run = self.run
-        status = _text(rec.get("status"), 32) or "unknown"
+        status = as_text(rec.get("status"), 32) or "unknown"
         if run.status != status:
             run.status = status
             self.status_changed = True
@@ -527,14 +528,14 @@ class Projector:
         outcome = rec.get("outcome")
         if outcome == "error" or outcome == "fatal":
             kind = rec.get("error")
-            kind = _text(kind, _SHORT_MAX) if kind else ("fatal" if outcome == "fatal" else "unknown")
+            kind = as_text(kind, _SHORT_MAX) if kind else ("fatal" if outcome == "fatal" else "unknown")
             _bump(agent.error_turns, kind)
             agent.error_turn_count += 1
             _bump(self.run.error_turns, kind)
             self.run.error_turn_count += 1
             error_type = rec.get("errorType")
             if error_type:  # the specific type, kept under its kind
-                error_type = _text(error_type, _SHORT_MAX)
+                error_type = as_text(error_type, _SHORT_MAX)
                 _bump_type(agent.error_types, kind, error_type)
                 _bump_type(self.run.error_types, kind, error_type)
 
@@ -556,17 +557,17 @@ class Projector:
         add_usage(run.usage, tokens, cost)
         profile = rec.get("profileId") or rec.get("slot") or agent.profile_id
         model = rec.get("modelId") or agent.model_id
-        key = f"{_text(profile)}|{_text(model)}"
+        key = f"{as_text(profile)}|{as_text(model)}"
         by_slot = run.usage.setdefault("by_slot", {})
         slot = by_slot.get(key)
         if slot is None:
-            slot = by_slot[key] = {"profileId": _text(profile), "modelId": _text(model), **empty_usage()}
+            slot = by_slot[key] = {"profileId": as_text(profile), "modelId": as_text(model), **empty_usage()}
         add_usage(slot, tokens, cost)
         add_usage(agent.usage, tokens, cost)
 
     def _slot_usage(self, seq, rec, agent):
-        profile = _text(rec.get("profileId") or rec.get("slot"))
-        model = _text(rec.get("modelId"))
+        profile = as_text(rec.get("profileId") or rec.get("slot"))
+        model = as_text(rec.get("modelId"))
         self.run.slot_usage[f"{profile}|{model}"] = {
             "profileId": profile,
             "modelId": model,
@@ -590,7 +591,7 @@ class Projector:
     def _tool_call(self, seq, rec, agent):
         if agent.open_api_calls:  # legacy: a program call bridged inside its api_call bracket
             return
-        _bump(agent.tool_calls, _text(rec.get("name")))
+        _bump(agent.tool_calls, as_text(rec.get("name")))
         self.run.call_count += 1
 
     def _tool_result(self, seq, rec, agent):
@@ -604,9 +605,9 @@ class Projector:
     def _agent_spawned(self, seq, rec, agent):
         profile = rec.get("profileId") or rec.get("slot")
         if profile:
-            agent.profile_id = _text(profile)
+            agent.profile_id = as_text(profile)
         if rec.get("modelId"):
-            agent.model_id = _text(rec["modelId"])
+            agent.model_id = as_text(rec["modelId"])
         depth = rec.get("depth")
         if isinstance(depth, int) and not isinstance(depth, bool) and depth >= 0:
             agent.depth = depth
@@ -621,7 +622,7 @@ class Projector:
         status = rec.get("status")
         if not status:
             return
-        status = _text(status, 32)
+        status = as_text(status, 32)
         at = parse_timestamp(rec.get("timestamp"))
         if status == "blocked":
             if agent.blocked_since is None:  # a repeated `blocked` continues the same suspension
@@ -634,49 +635,49 @@ class Projector:
         _resume(agent, parse_timestamp(rec.get("timestamp")))
         agent.status = "done"
         summary = rec.get("summary")
-        agent.returned = summary if isinstance(summary, str) else _text(summary, 10**6)
+        agent.returned = summary if isinstance(summary, str) else as_text(summary, 10**6)
 
     def _agent_transition(self, seq, rec, agent):
         to = rec.get("toAgentId")
         if not to:
             return
-        to = _text(to)
+        to = as_text(to)
         succ = self._agent(to, seq)
         self.dirty_agents.add(to)
         kind = rec.get("kind")
-        succ.transition_kind = _text(kind, 16)
+        succ.transition_kind = as_text(kind, 16)
         modules = rec.get("modules")
         succ.transition_modules = modules if isinstance(modules, list) else []
         self.pred_links[to] = agent.agent_id
         profile = rec.get("profileId") or rec.get("agent")
         if profile and not succ.profile_id:
-            succ.profile_id = _text(profile)
+            succ.profile_id = as_text(profile)
         state = rec.get("state")
         if state and not succ.fsm_state:
-            succ.fsm_state = _text(state)
+            succ.fsm_state = as_text(state)
 
     def _fsm_state(self, seq, rec, agent):
         fsm = rec.get("fsmId") or rec.get("fsm") or rec.get("machine")
         if fsm:
-            agent.fsm_id = _text(fsm)
+            agent.fsm_id = as_text(fsm)
         state = rec.get("state")
         if state is not None:
-            agent.fsm_state = _text(state)
+            agent.fsm_state = as_text(state)
         profile = rec.get("profileId") or rec.get("agent")
         if profile and not agent.profile_id:
-            agent.profile_id = _text(profile)
+            agent.profile_id = as_text(profile)
 
     def _agent_modules(self, seq, rec, agent):
         rows = []
         for position, row in enumerate(rec.get("modules") or ()):
             if not isinstance(row, dict):
                 continue
-            kind = _text(row.get("kind"), 32)
+            kind = as_text(row.get("kind"), 32)
             enabled = row.get("enabled") is True
             mid = row.get("moduleId")
             if mid is None and enabled:  # a stream older than module ids
                 mid = f"legacy:{agent.agent_id}:{kind}"[:_ID_MAX]
-            mid = _text(mid)
+            mid = as_text(mid)
             if enabled and mid:
                 self._store(mid, kind, seq)
             scope = row.get("scope")
@@ -686,10 +687,10 @@ class Projector:
                     "module_id": mid,
                     "store": mid if enabled and mid else None,
                     "enabled": enabled,
-                    "origin": _text(row.get("origin"), 32),
+                    "origin": as_text(row.get("origin"), 32),
                     "writable": row.get("writable") is not False,
-                    "scope": _text(scope, 32) if scope else "",
-                    "ownership": _text(row.get("ownership"), 16),
+                    "scope": as_text(scope, 32) if scope else "",
+                    "ownership": as_text(row.get("ownership"), 16),
                     "position": position,
                 }
             )
@@ -700,19 +701,19 @@ class Projector:
         apis = rec.get("apis")
         withheld = rec.get("withheld")
         agent.surface_reported = True
-        agent.execution_mode = _text(rec.get("executionMode"), 64)
+        agent.execution_mode = as_text(rec.get("executionMode"), 64)
         agent.tools = tools if isinstance(tools, list) else []
         agent.apis = apis if isinstance(apis, list) else []
         agent.withheld = withheld if isinstance(withheld, list) else []
-        agent.program_language = _text(rec.get("programLanguage"), 32)
-        agent.doc_view_types = _text(rec.get("docViewTypes"), 64)
+        agent.program_language = as_text(rec.get("programLanguage"), 32)
+        agent.doc_view_types = as_text(rec.get("docViewTypes"), 64)
         agent.role = derive_role(agent.tools, agent.apis)
 
     def _state_snapshot(self, seq, rec, agent):
         etype = rec.get("type")
         kind = STATE_KINDS[etype]
         mid = rec.get("moduleId")
-        mid = _text(mid) if mid else f"legacy:{agent.agent_id}:{kind}"[:_ID_MAX]
+        mid = as_text(mid) if mid else f"legacy:{agent.agent_id}:{kind}"[:_ID_MAX]
         store = self._store(mid, kind, seq)
         store.snapshot_type = etype
         store.snapshot = rec
