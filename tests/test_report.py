@@ -165,3 +165,29 @@ def test_a_refusal_roster_past_its_window_says_so_on_the_page_and_in_the_report(
     assert (doc["refusalsTruncated"], doc["refusalsWindow"]) == (True, 2)
     page = viewer_client.get(reverse("runs:refusals", args=[run.pk])).content.decode()
     assert "the figures cover its earliest 2 of each" in page
+
+
+@pytest.mark.parametrize("fixture", ["pages_run.ndjson", "multi_agent.ndjson"])
+def test_the_report_carries_the_figures_the_roster_refusals_and_arms_pages_show(viewer_client, fixture):
+    run = load(fixture.split(".")[0], fixture)
+    doc = api(viewer_client, run.pk).json()
+
+    def page(name):
+        return viewer_client.get(reverse(f"runs:{name}", args=[run.pk])).content.decode()
+
+    roster = rows(page("agents"), "data-agent")
+    assert [agent for agent, _ in roster] == [a["agentId"] for a in doc["agents"]]  # forest order
+    for (_, text), a in zip(roster, doc["agents"]):
+        turns, calls, error_turns = text.split()[-5:-2]
+        assert (int(turns), int(calls), int(error_turns)) == (a["turns"], a["calls"], a["errorTurns"]), a["agentId"]
+
+    totals = [(op, text.split()[-1]) for op, text in rows(page("refusals"), "data-operation") if text.startswith(op)]
+    assert totals == [(t["operation"], str(t["refused"])) for t in doc["refusalTotals"]]
+
+    arms = page("arms")
+    assert [key for key, _ in rows(arms, "data-arm")] == [
+        f"{a['programLanguage'] or ''}|{a['docViewTypes'] or ''}" for a in doc["arms"]]
+    figures = dict(rows(arms, "data-row"))
+    assert figures["turns"].split()[1:] == [str(a["turns"]) for a in doc["arms"]]
+    assert figures["error_turns"].split()[2:] == [str(a["errorTurns"]) for a in doc["arms"]]
+    assert figures["calls"].split()[1:] == [str(sum(a["calls"].values())) for a in doc["arms"]]
