@@ -223,7 +223,7 @@ def breakdown_bands(rec: dict) -> dict:
     """A context_breakdown's ``bySource`` as {band: tokens}: a band listed twice is summed, an empty
     band left out (a missing band reads as 0, spec/stream.md §4.13)."""
     out = {}
-    for row in rec.get("bySource") or ():
+    for row in as_list(rec.get("bySource")):
         if isinstance(row, dict) and _num(row.get("tokens")):
             source = as_text(row.get("source"), _SHORT_MAX)
             out[source] = out.get(source, 0) + row["tokens"]
@@ -236,6 +236,11 @@ def breakdown_bands(rec: dict) -> dict:
 
 def empty_usage() -> dict:
     return {"tokens": {c: None for c in TOKEN_CLASSES}, "cost": {c: None for c in COST_CLASSES}, "deltas": 0}
+
+
+def as_list(value) -> list:
+    """A record's array field, or [] when it holds anything else (a record is untrusted input)."""
+    return value if isinstance(value, list) else []
 
 
 def _num(value):
@@ -274,11 +279,11 @@ def total_tokens(tokens: dict | None):
 
 def derive_role(tools, apis) -> str:
     """review / judge / standard, from the ending calls the surface offers (spec/stream.md §4.21)."""
-    names = {t for t in tools or () if isinstance(t, str)}
+    names = {t for t in as_list(tools) if isinstance(t, str)}
     ops = set()
-    for api in apis or ():
+    for api in as_list(apis):
         if isinstance(api, dict):
-            for fn in api.get("functions") or ():
+            for fn in as_list(api.get("functions")):
                 if isinstance(fn, dict) and isinstance(fn.get("operation"), str):
                     ops.add(fn["operation"])
     if names & JUDGE_ENDINGS or any(op.endswith("select_winner") for op in ops):
@@ -403,7 +408,7 @@ class Projector:
                 mid = rec.get("moduleId")
                 module_ids.add(as_text(mid) if mid else f"legacy:{aid}:{STATE_KINDS[t]}"[:_ID_MAX])
             elif t == "agent_modules":
-                for row in rec.get("modules") or ():
+                for row in as_list(rec.get("modules")):
                     if isinstance(row, dict):
                         mid = row.get("moduleId")
                         if mid:
@@ -669,7 +674,7 @@ class Projector:
 
     def _agent_modules(self, seq, rec, agent):
         rows = []
-        for position, row in enumerate(rec.get("modules") or ()):
+        for position, row in enumerate(as_list(rec.get("modules"))):
             if not isinstance(row, dict):
                 continue
             kind = as_text(row.get("kind"), 32)

@@ -15,7 +15,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from runs.models import Agent, Event, RejectedLine, Run
-from runs.projections import COST_CLASSES, TOKEN_CLASSES, parse_timestamp, total_tokens
+from runs.projections import COST_CLASSES, TOKEN_CLASSES, as_list, parse_timestamp, total_tokens
 
 RUNS_PER_PAGE = 50
 
@@ -66,11 +66,15 @@ def run_usage(run: Run) -> dict:
     }
 
 
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _sum_rollups(rows):
     out = {c: None for c in TOKEN_CLASSES}
     for row in rows:
         for c in TOKEN_CLASSES:
-            v = (row.get("tokens") or {}).get(c)
+            v = _dict(row.get("tokens")).get(c)
             if isinstance(v, (int, float)):
                 out[c] = v if out[c] is None else out[c] + v
     return out
@@ -80,7 +84,7 @@ def _sum_costs(rows):
     out = {c: None for c in COST_CLASSES}
     for row in rows:
         for c in COST_CLASSES:
-            v = (row.get("cost") or {}).get(c)
+            v = _dict(row.get("cost")).get(c)
             if isinstance(v, (int, float)):
                 out[c] = round(v if out[c] is None else out[c] + v, 12)
     return out
@@ -139,10 +143,10 @@ def run_profiles(run: Run) -> list[dict]:
     """The profiles the run declared (session_started.capabilitySet.agents), for display."""
     cs = run.capability_set if isinstance(run.capability_set, dict) else {}
     out = []
-    for agent in cs.get("agents") or ():
+    for agent in as_list(cs.get("agents")):
         if not isinstance(agent, dict):
             continue
-        caps = [c.get("id") for c in agent.get("capabilities") or () if isinstance(c, dict) and c.get("enabled")]
+        caps = [c.get("id") for c in as_list(agent.get("capabilities")) if isinstance(c, dict) and c.get("enabled")]
         out.append(
             {
                 "slug": agent.get("slug") or agent.get("id") or "",

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from runs.models import Agent, Event, Holding, ModuleStore, Run
-from runs.projections import MODULE_KINDS, breakdown_bands, classify
+from runs.projections import MODULE_KINDS, as_list, breakdown_bands, classify
 from surfaces.arms import ARMS, member_separator, spell, spelling_for
 from surfaces.catalogue import CAPABILITIES, ENDINGS, MODULES, MODULES_BY_ID, OPERATIONS, TOOLS
 
@@ -156,7 +156,7 @@ def agent_surface_counts(agent: Agent) -> dict:
     surface was not offered "nothing": its calls are `unjoined_calls` (no surface to join them to).
     """
     language = agent.program_language
-    tools = [{"name": str(name), "calls": agent.tool_calls.get(str(name), 0), "ending": name in ENDING_TOOLS}
+    tools = [{"name": str(name), "calls": agent.tool_calls.get(str(name), 0), "ending": str(name) in ENDING_TOOLS}
              for name in agent.tools]
     apis, offered_ops = [], set()
     for api in agent.apis:
@@ -164,7 +164,7 @@ def agent_surface_counts(agent: Agent) -> dict:
             continue
         module = str(api.get("module") or "")
         functions = []
-        for fn in api.get("functions") or ():
+        for fn in as_list(api.get("functions")):
             if not isinstance(fn, dict):
                 continue
             op = str(fn.get("operation") or "")
@@ -379,7 +379,7 @@ def stores_by_kind(stores: list[StoreView]) -> list[tuple[str, list[StoreView]]]
 def _profile(capability_set, profile_id: str):
     if not isinstance(capability_set, dict):
         return None
-    for p in capability_set.get("agents") or ():
+    for p in as_list(capability_set.get("agents")):
         if isinstance(p, dict) and profile_id and profile_id in (p.get("slug"), p.get("name")):
             return p
     return None
@@ -391,7 +391,7 @@ def declared_memories_scope(capability_set, agent: Agent, holding: Holding) -> s
     the profile it describes does not declare memories, or switches them off."""
     profile = _profile(capability_set, agent.profile_id)
     if profile is not None:
-        for cap in profile.get("capabilities") or ():
+        for cap in as_list(profile.get("capabilities")):
             if isinstance(cap, dict) and cap.get("id") == "memories":
                 if cap.get("enabled") is False:
                     return ""
@@ -486,8 +486,8 @@ def _names_to_operations(agent: Agent) -> dict[str, str]:
         names.update({spell(agent.program_language, op.id): op.id for op in OPERATIONS})
     for api in agent.apis:
         if isinstance(api, dict):
-            for fn in api.get("functions") or ():
-                if isinstance(fn, dict) and fn.get("operation"):
+            for fn in as_list(api.get("functions")):
+                if isinstance(fn, dict) and fn.get("operation") and isinstance(fn["operation"], str):
                     names.setdefault(function_spelling(api, fn, agent.program_language), fn["operation"])
                     names.setdefault(str(fn.get("name")), fn["operation"])
     return names

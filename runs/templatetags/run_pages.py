@@ -7,6 +7,7 @@ from django import template
 
 from runs.pages.selectors import divergence_count as _divergence_count
 from runs.pages.selectors import error_tally
+from runs.projections import as_list
 
 register = template.Library()
 
@@ -58,3 +59,10 @@ def context_chart(context):
 def pretty_json(value):
     """An object as indented JSON text (escaped by the template like any other text)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+@register.filter(name="as_list")
+def as_list_filter(value):
+    """A snapshot's array field, or [] when the record holds anything else there (records are
+    untrusted: a template must not fail on them)."""
+    return as_list(value)
