@@ -219,6 +219,16 @@ def parse_timestamp(value):
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
 
 
+def roster_module_id(row: dict, agent_id: str) -> str:
+    """The store id an `agent_modules` row names ('' for none): its ``moduleId`` as text, or for an
+    enabled row of a stream older than module ids the reference console's ``legacy:<agent>:<kind>``.
+    `preload` and the fold read it through this one function, so they always name the same store."""
+    mid = row.get("moduleId")
+    if mid is None and row.get("enabled") is True:
+        mid = f"legacy:{agent_id}:{as_text(row.get('kind'), 32)}"[:_ID_MAX]
+    return as_text(mid)
+
+
 def breakdown_bands(rec: dict) -> dict:
     """A context_breakdown's ``bySource`` as {band: tokens}: a band listed twice is summed, an empty
     band left out (a missing band reads as 0, spec/stream.md §4.13)."""
@@ -410,11 +420,9 @@ class Projector:
             elif t == "agent_modules":
                 for row in as_list(rec.get("modules")):
                     if isinstance(row, dict):
-                        mid = row.get("moduleId")
+                        mid = roster_module_id(row, aid)
                         if mid:
-                            module_ids.add(as_text(mid))
-                        elif mid is None:
-                            module_ids.add(f"legacy:{aid}:{as_text(row.get('kind'), 32)}"[:_ID_MAX])
+                            module_ids.add(mid)
         agent_ids -= self.agents.keys()
         if agent_ids and self.run.agent_count:
             for a in _in_chunks(Agent.objects.filter(run=self.run), "agent_id", agent_ids):
@@ -679,10 +687,7 @@ class Projector:
                 continue
             kind = as_text(row.get("kind"), 32)
             enabled = row.get("enabled") is True
-            mid = row.get("moduleId")
-            if mid is None and enabled:  # a stream older than module ids
-                mid = f"legacy:{agent.agent_id}:{kind}"[:_ID_MAX]
-            mid = as_text(mid)
+            mid = roster_module_id(row, agent.agent_id)
             if enabled and mid:
                 self._store(mid, kind, seq)
             scope = row.get("scope")

@@ -405,3 +405,15 @@ def test_query_count_of_append_does_not_grow_with_events(django_assert_max_num_q
     run = new_run("bound")
     with django_assert_max_num_queries(15):
         ingest.append(run, _turns(100))
+
+
+@pytest.mark.parametrize("odd_id", [[], {}, 0, False])
+def test_a_roster_naming_a_stored_store_by_an_odd_id_in_a_later_append(odd_id):
+    # The batch's preload and the fold must read a roster row's store id the same way: a store the
+    # run already holds under the text of an odd id is found, not inserted a second time.
+    run = new_run()
+    row = {"kind": "history", "moduleId": odd_id, "enabled": True, "origin": "created", "writable": True}
+    assert ingest.append(run, [rec("agent_modules", "a1", modules=[row])]).stored == 1
+    assert ingest.append(run, [rec("agent_modules", "a2", modules=[row])]).stored == 1  # raised IntegrityError
+    store = run.stores.get()
+    assert store.module_id == json.dumps(odd_id) and store.holdings.count() == 2
