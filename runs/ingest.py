@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from runs import doorbell
 from runs.models import Event, RejectedLine, Run
-from runs.projections import Projector, event_columns
+from runs.projections import Projector, event_columns, loads_record
 
 MAX_LINE_BYTES = 1024 * 1024
 CHUNK_LINES = 2000
@@ -128,10 +128,6 @@ def _finish_line(pending: bytearray, over: int):
     return bytes(pending)
 
 
-def _reject_constant(name):
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _preview(data) -> str:
     if isinstance(data, (bytes, bytearray)):
         data = bytes(data[: RejectedLine.RAW_LIMIT * 4]).decode("utf-8", errors="replace")
@@ -172,7 +168,7 @@ def _parse_line(line, *, first: bool):
     if not text.strip():
         return None, None, ("blank line", text[: RejectedLine.RAW_LIMIT])
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = loads_record(text)
     except ValueError as exc:
         msg = getattr(exc, "msg", None) or str(exc)
         pos = getattr(exc, "pos", None)

@@ -40,6 +40,7 @@ What is read, per spec/stream.md:
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timedelta, timezone
 
 from django.db import connection
@@ -96,6 +97,7 @@ JUDGE_ENDINGS = frozenset({"select_winner"})
 _TYPE_MAX = 64
 _ID_MAX = 200
 _SHORT_MAX = 64
+_DEPTH_MAX = 2**31 - 1  # Agent.depth's column; a deeper figure is not a depth
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,7 +238,7 @@ def breakdown_bands(rec: dict) -> dict:
     for row in as_list(rec.get("bySource")):
         if isinstance(row, dict) and _num(row.get("tokens")):
             source = as_text(row.get("source"), _SHORT_MAX)
-            out[source] = out.get(source, 0) + row["tokens"]
+            out[source] = _plus(out.get(source, 0), row["tokens"])
     return out
 
 
@@ -248,6 +250,24 @@ def empty_usage() -> dict:
     return {"tokens": {c: None for c in TOKEN_CLASSES}, "cost": {c: None for c in COST_CLASSES}, "deltas": 0}
 
 
+def _finite_float(text: str):
+    """A JSON number with a fraction or exponent; one past a double's range (``1e400`` is valid JSON
+    syntax) reads as null, so no projection row ever holds an infinity no JSON column can store."""
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def loads_record(text: str):
+    """A stored line read as the fold reads it (the write path and a rebuild alike): strict JSON
+    (NaN/Infinity refused), numbers past a double's range read as null. The line itself is stored
+    verbatim either way."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+
+
 def as_list(value) -> list:
     """A record's array field, or [] when it holds anything else (a record is untrusted input)."""
     return value if isinstance(value, list) else []
@@ -255,6 +275,12 @@ def as_list(value) -> list:
 
 def _num(value):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _plus(prev, value):
+    """prev + value (prev may be None); a sum past a double's range keeps prev (never an infinity)."""
+    total = value if prev is None else prev + value
+    return total if not isinstance(total, float) or math.isfinite(total) else prev
 
 
 def add_usage(acc: dict, tokens, cost) -> None:
@@ -266,15 +292,14 @@ def add_usage(acc: dict, tokens, cost) -> None:
         for c in TOKEN_CLASSES:
             v = _num(tokens.get(c))
             if v is not None:
-                prev = acc_tokens.get(c)
-                acc_tokens[c] = v if prev is None else prev + v
+                acc_tokens[c] = _plus(acc_tokens.get(c), v)
     acc_cost = acc.setdefault("cost", {c: None for c in COST_CLASSES})
     if isinstance(cost, dict):
         for c in COST_CLASSES:
             v = _num(cost.get(c))
             if v is not None:
-                prev = acc_cost.get(c)
-                acc_cost[c] = round(v if prev is None else prev + v, 12)
+                total = _plus(acc_cost.get(c), v)
+                acc_cost[c] = round(total, 12) if total is not None else None
     acc["deltas"] = acc.get("deltas", 0) + 1
 
 
@@ -303,8 +328,15 @@ def derive_role(tools, apis) -> str:
     return "standard"
 
 
+def _sum(values):
+    total = 0
+    for v in values:
+        total = _plus(total, v)
+    return total
+
+
 def _bump(counter: dict, key: str, n: int = 1) -> None:
-    counter[key] = counter.get(key, 0) + n
+    counter[key] = _plus(counter.get(key, 0), n)
 
 
 def _bump_type(counter: dict, kind: str, error_type: str) -> None:
@@ -559,7 +591,7 @@ class Projector:
         total = _num(rec.get("totalTokens"))
         agent.last_breakdown = {
             "bands": bands,
-            "totalTokens": total if total is not None else sum(bands.values()),
+            "totalTokens": total if total is not None else _sum(bands.values()),
             "windowLimit": _num(rec.get("windowLimit")),
             "fullness": _num(rec.get("fullness")),
         }
@@ -622,7 +654,7 @@ class Projector:
         if rec.get("modelId"):
             agent.model_id = as_text(rec["modelId"])
         depth = rec.get("depth")
-        if isinstance(depth, int) and not isinstance(depth, bool) and depth >= 0:
+        if isinstance(depth, int) and not isinstance(depth, bool) and 0 <= depth <= _DEPTH_MAX:
             agent.depth = depth
         for field, key in (("cwd", "cwd"), ("brief", "brief")):
             v = rec.get(key)

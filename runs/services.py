@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 from django.db import transaction
 
 from runs import doorbell, ingest
 from runs.models import Agent, Event, ModuleStore, RejectedLine, Run
-from runs.projections import Projector, event_columns, reset_run, update_rows
+from runs.projections import Projector, event_columns, loads_record, reset_run, update_rows
 
 REBUILD_CHUNK = 2000
 
@@ -96,7 +94,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
             parsed = []
             for e in events:
                 try:
-                    obj = json.loads(e.raw)
+                    obj = loads_record(e.raw)
                 except ValueError:
                     obj = None
                 cols = event_columns(obj) if isinstance(obj, dict) else (e.type, None, e.agent_id, e.timestamp, e.operation, e.tool_name, e.ok, e.failure)

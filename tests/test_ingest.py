@@ -417,3 +417,34 @@ def test_a_roster_naming_a_stored_store_by_an_odd_id_in_a_later_append(odd_id):
     assert ingest.append(run, [rec("agent_modules", "a2", modules=[row])]).stored == 1  # raised IntegrityError
     store = run.stores.get()
     assert store.module_id == json.dumps(odd_id) and store.holdings.count() == 2
+
+
+def test_numbers_past_a_doubles_range_are_stored_verbatim_and_never_reach_a_projection_as_infinity():
+    from runs import services
+    from tests.streams import projection_dump
+
+    lines = [
+        b'{"type":"session_started","capabilitySet":{"agents":[{"slug":"p"}],"limits":{"maxCost":1e400}}}',
+        b'{"type":"agent_spawned","agentId":"root","profileId":"p","depth":1000000000000000000000000000000}',
+        b'{"type":"usage","tokens":{"uncachedInput":1e400,"output":1.5e308},"cost":{"comparable":1e308}}',
+        b'{"type":"usage","tokens":{"uncachedInput":7,"output":1.5e308},"cost":{"comparable":1e308}}',
+        b'{"type":"slot_usage","profileId":"p","tokens":{"output":-1e400}}',
+        b'{"type":"context_breakdown","bySource":[{"source":"system","tokens":1e308},{"source":"system","tokens":1e308}]}',
+        b'{"type":"memory_state","moduleId":"memories-0","memories":[],"count":1e999}',
+        b'{"type":"session_ended","status":"completed"}',
+    ]
+    run = new_run()
+    result = ingest.append_lines(run, lines)
+    assert (result.stored, result.rejected) == (len(lines), 0)
+    assert b"".join(raw.encode() + b"\n" for raw in Event.objects.filter(run=run).values_list("raw", flat=True)) \
+        == b"\n".join(lines) + b"\n"  # exactly as received
+    run.refresh_from_db()
+    assert run.capability_set["limits"]["maxCost"] is None
+    assert run.usage["tokens"]["uncachedInput"] == 7 and run.usage["tokens"]["output"] == 1.5e308  # the sum overflowed
+    assert run.usage["cost"]["comparable"] == 1e308 and run.slot_usage["p|"]["tokens"] == {"output": None}
+    root = run.agents.get(agent_id="root")
+    assert root.depth == 0 and root.context_bands == {"system": 1e308}
+    assert run.stores.get().snapshot["count"] is None
+    before = projection_dump(run)
+    services.rebuild_projections(run)
+    assert projection_dump(run) == before

@@ -8,13 +8,12 @@ queries whatever the length of the run.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from runs.models import Agent, Event, Holding, ModuleStore, Run
-from runs.projections import MODULE_KINDS, as_list, breakdown_bands, classify
+from runs.projections import MODULE_KINDS, as_list, breakdown_bands, classify, loads_record
 from surfaces.arms import ARMS, member_separator, spell, spelling_for
 from surfaces.catalogue import CAPABILITIES, ENDINGS, MODULES, MODULES_BY_ID, OPERATIONS, TOOLS
 
@@ -35,7 +34,7 @@ DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
 def record(event_raw: str) -> dict:
     """The gg record of a stored line (unwrapping the host's `{"type":"gg","event":…}`); {} if none."""
     try:
-        rec = classify(json.loads(event_raw))[1]
+        rec = classify(loads_record(event_raw))[1]
     except (ValueError, TypeError, AttributeError):
         return {}
     return rec if isinstance(rec, dict) else {}
