@@ -40,6 +40,16 @@ def unauthorized(message):
     return response
 
 
+def readable_run(request, ref):
+    """(run, None) for a reader (a logged-in user or a bearer token), else (None, the error response)."""
+    if not (request.user.is_authenticated or bearer_user(request)):
+        return None, unauthorized("Log in or send Authorization: Bearer <token>.")
+    run = selectors.run_resolve(ref)
+    if run is None:
+        return None, JsonResponse({"error": f"No run {ref!r}."}, status=404)
+    return run, None
+
+
 @csrf_exempt
 @login_not_required
 def run_events(request, run):
@@ -53,11 +63,9 @@ def run_events(request, run):
 
 
 def _get(request, ref):
-    if not (request.user.is_authenticated or bearer_user(request)):
-        return unauthorized("Log in or send Authorization: Bearer <token>.")
-    run = selectors.run_resolve(ref)
-    if run is None:
-        return JsonResponse({"error": f"No run {ref!r}."}, status=404)
+    run, refused = readable_run(request, ref)
+    if refused:
+        return refused
     after = request.GET.get("after", "0")
     try:
         after = int(after)

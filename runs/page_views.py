@@ -11,8 +11,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from runs import selectors as run_selectors
-from runs.api import bearer_user, unauthorized
+from runs.api import readable_run
 from runs.models import Run
 from runs.pages import selectors as sel
 from runs.report import build_report
@@ -81,9 +80,7 @@ def run_arms(request, pk):
 @require_GET
 def api_report(request, run):
     """GET /api/runs/<run>/report: the run report (runs.report) for a logged-in user or a token."""
-    if not (request.user.is_authenticated or bearer_user(request)):
-        return unauthorized("Log in or send Authorization: Bearer <token>.")
-    found = run_selectors.run_resolve(run)
-    if found is None:
-        return JsonResponse({"error": f"No run {run!r}."}, status=404)
+    found, refused = readable_run(request, run)
+    if refused:
+        return refused
     return JsonResponse(build_report(found), json_dumps_params={"ensure_ascii": False})
