@@ -85,6 +85,9 @@ def _post(request, ref):
     if run is None:
         if str(ref).isdigit():
             return JsonResponse({"error": f"No run with id {ref}."}, status=404)
-        run, created = services.run_get_or_create(name=str(ref), source=Run.Source.API, created_by=user)
+        try:
+            run, created = services.run_get_or_create(name=str(ref), source=Run.Source.API, created_by=user)
+        except ValueError as exc:
+            return JsonResponse({"error": str(exc)}, status=400)
     result = services.events_import_stream(run, request)
     return JsonResponse({"run": run.pk, "name": run.name, "created": created, **result.as_dict()})

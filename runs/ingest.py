@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from runs import doorbell
 from runs.models import Event, RejectedLine, Run
-from runs.projections import Projector, event_columns, loads_record
+from runs.projections import NUL_ESCAPE, Projector, event_columns, loads_record, scrub_nul
 
 MAX_LINE_BYTES = 1024 * 1024
 CHUNK_LINES = 2000
@@ -129,9 +129,10 @@ def _finish_line(pending: bytearray, over: int):
 
 
 def _preview(data) -> str:
+    """The start of a rejected line, as text a database column holds (NUL shown as U+FFFD)."""
     if isinstance(data, (bytes, bytearray)):
         data = bytes(data[: RejectedLine.RAW_LIMIT * 4]).decode("utf-8", errors="replace")
-    return data[: RejectedLine.RAW_LIMIT]
+    return scrub_nul(data[: RejectedLine.RAW_LIMIT])
 
 
 def _parse_line(line, *, first: bool):
@@ -213,7 +214,7 @@ def _dump_record(record):
         return None, None, (f"not UTF-8 text (character {exc.start + 1})", _preview(repr(record)))
     if size > MAX_LINE_BYTES:
         return None, None, (f"record over 1 MiB ({size:,} bytes)", _preview(text))
-    return text, record, None
+    return text, (scrub_nul(record) if NUL_ESCAPE in text else record), None
 
 
 # ---------------------------------------------------------------------------------------------

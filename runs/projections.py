@@ -263,9 +263,28 @@ def _no_constant(name):
 
 def loads_record(text: str):
     """A stored line read as the fold reads it (the write path and a rebuild alike): strict JSON
-    (NaN/Infinity refused), numbers past a double's range read as null. The line itself is stored
-    verbatim either way."""
-    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    (NaN/Infinity refused), numbers past a double's range read as null, NUL characters as U+FFFD
+    (`scrub_nul`). The line itself is stored verbatim either way."""
+    obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    return scrub_nul(obj) if NUL_ESCAPE in text else obj
+
+
+# A JSON string can hold a NUL character only as this escape (a raw control character is not JSON),
+# so a line without it needs no scrubbing: the hot path pays one substring search.
+NUL_ESCAPE = "\\u0000"
+
+
+def scrub_nul(value):
+    """`value` with every NUL character in its strings and keys replaced by U+FFFD: PostgreSQL's text
+    and jsonb columns refuse NUL, and a projection must not fail its chunk over one (a binary file's
+    bytes can reach an archive preview). A new object; `value` is left as it was."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {scrub_nul(k): scrub_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub_nul(v) for v in value]
+    return value
 
 
 def as_list(value) -> list:

@@ -26,19 +26,24 @@ def unique_run_name(base: str) -> str:
     return f"{base} ({n})"
 
 
-def run_create(*, name: str, source: str = Run.Source.IMPORT, created_by=None, **fields) -> Run:
+def _check_name(name: str) -> str:
     name = (name or "").strip()
     if not name:
         raise ValueError("A run needs a name.")
+    if "\x00" in name:
+        raise ValueError("A run name cannot hold a NUL character.")
+    return name
+
+
+def run_create(*, name: str, source: str = Run.Source.IMPORT, created_by=None, **fields) -> Run:
+    name = _check_name(name)
     if Run.objects.filter(name=name).exists():
         raise RunNameTaken(f"A run named {name!r} already exists.")
     return Run.objects.create(name=name, source=source, created_by=created_by, **fields)
 
 
 def run_get_or_create(*, name: str, source: str = Run.Source.IMPORT, created_by=None) -> tuple[Run, bool]:
-    name = (name or "").strip()
-    if not name:
-        raise ValueError("A run needs a name.")
+    name = _check_name(name)
     run = Run.objects.filter(name=name).first()
     if run is not None:
         return run, False

@@ -133,3 +133,10 @@ def test_under_asgi_the_stream_is_read_by_an_async_iterator():
         return b"".join([part async for part in response.streaming_content])
 
     assert async_to_sync(collect)() == b"".join(REAL_MOCK.read_bytes().splitlines(keepends=True)[3:])
+
+
+def test_post_to_a_name_no_run_can_hold_is_a_clear_400(token):
+    response = Client().post("/api/runs/a%00b/events", data=b'{"type":"log"}\n',
+                             content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {token.key}")
+    assert response.status_code == 400 and "NUL" in response.json()["error"]
+    assert not Run.objects.exists()

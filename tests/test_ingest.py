@@ -448,3 +448,36 @@ def test_numbers_past_a_doubles_range_are_stored_verbatim_and_never_reach_a_proj
     before = projection_dump(run)
     services.rebuild_projections(run)
     assert projection_dump(run) == before
+
+
+HOSTILE_LINES = [
+    b'{"type":"session_started","capabilitySet":{"agents":[{"slug":"p\\u0000q"}]}}',
+    b'{"type":"agent_spawned","agentId":"a\\u0000b","profileId":"p","timestamp":"2026\\u0000"}',
+    b'{"type":"archive_state","agentId":"a\\u0000b","moduleId":"archive-0","entries":[{"seq":1,"preview":"\\u0000ELF"}]}',
+    b'{"type":"usage","tokens":{"output":1e400},"cost":{"comparable":1e308}}',
+    b'\x7fELF\x00\x00\x01 not a record',  # a binary file's bytes piped in: rejected, kept
+]
+
+
+def test_nul_characters_never_reach_a_column_and_the_line_is_stored_verbatim():
+    run = new_run()
+    result = ingest.append_lines(run, HOSTILE_LINES)
+    assert (result.stored, result.rejected) == (4, 1)
+    assert [r.encode() for r in Event.objects.filter(run=run).values_list("raw", flat=True)] == HOSTILE_LINES[:4]
+    agent = run.agents.get(agent_id="a\ufffdb")
+    assert Event.objects.get(run=run, seq=2).timestamp == "2026\ufffd"
+    assert run.stores.get().snapshot["entries"][0]["preview"] == "\ufffdELF"
+    run.refresh_from_db()
+    assert run.capability_set["agents"][0]["slug"] == "p\ufffdq" and agent.profile_id == "p"
+    assert RejectedLine.objects.get(run=run).raw == "\x7fELF\ufffd\ufffd\x01 not a record"
+    # records handed over as dicts (the engine): the caller's dict is left as it was
+    record = {"type": "log", "agentId": "x\x00", "message": "m"}
+    ingest.append(run, [record])
+    assert record["agentId"] == "x\x00" and run.agents.filter(agent_id="x\ufffd").exists()
+
+
+def test_a_run_name_with_a_nul_is_refused_by_name():
+    from runs import services
+
+    with pytest.raises(ValueError, match="NUL"):
+        services.run_get_or_create(name="a\x00b")

@@ -95,3 +95,20 @@ def test_concurrent_appends_to_one_run_keep_seq_gapless(pg_env):
     assert {a: row["api_calls"] for a, row in shared["agents"].items()} == {
         "agent-a": {"files.read_file": 300}, "agent-b": {"files.read_file": 300}, "agent-c": {"files.read_file": 300},
     }  # fmt: skip
+
+
+def test_nul_characters_and_numbers_past_a_double_on_postgresql(pg_env, tmp_path):
+    # PostgreSQL's text and jsonb columns refuse NUL; a double refuses 1e400: the chunk used to fail
+    from tests.test_ingest import HOSTILE_LINES
+
+    stream = tmp_path / "hostile.ndjson"
+    stream.write_bytes(b"\n".join(HOSTILE_LINES) + b"\n")
+    out = manage(pg_env, "ingest", str(stream), "--run", "hostile").stdout.decode()
+    assert out.strip() == "stored 4, rejected 1"
+    exported = tmp_path / "out.ndjson"
+    manage(pg_env, "export", "hostile", "--output", str(exported))
+    assert exported.read_bytes() == b"\n".join(HOSTILE_LINES[:4]) + b"\n"
+    before = dump(pg_env)["hostile"]
+    assert set(before["agents"]) == {"root", "a\ufffdb"}
+    manage(pg_env, "rebuild_projections", "hostile")
+    assert dump(pg_env)["hostile"] == before

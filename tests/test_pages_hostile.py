@@ -75,3 +75,12 @@ def test_odd_shapes_are_stored_and_every_page_answers(viewer_client, odd):
     for name, args in PAGES:
         response = viewer_client.get(reverse(f"runs:{name}", args=(run.pk, *args)))
         assert response.status_code == 200, (name, args)
+
+
+def test_figures_past_a_floats_range_print_as_they_are():
+    # PostgreSQL's jsonb hands 1e308 back as a 309-digit integer: the filters must not overflow on it
+    from runs.templatetags.runs_extras import tokens, usd
+
+    huge = 10**400
+    assert tokens(huge) == str(huge) and usd(huge) == str(huge)
+    assert tokens(12345) == "12.3k" and usd(0.0063) == "$0.0063"

@@ -14,7 +14,7 @@ def tokens(value):
         return "—"
     try:
         n = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # not a number, or an int past a float's range
         return str(value)
     if abs(n) >= 1_000_000:
         return f"{n / 1_000_000:.1f}M"
@@ -30,7 +30,7 @@ def usd(value):
         return "—"
     try:
         n = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # not a number, or an int past a float's range
         return str(value)
     if n == 0:
         return "$0"
