@@ -84,3 +84,30 @@ def test_figures_past_a_floats_range_print_as_they_are():
     huge = 10**400
     assert tokens(huge) == str(huge) and usd(huge) == str(huge)
     assert tokens(12345) == "12.3k" and usd(0.0063) == "$0.0063"
+
+
+AGENT_IDS = ["a\nb", "a b", "a/b", "a?b#c", "a%2Fb", "x\r", "é☃", "<s>"]
+
+
+def test_agent_ids_of_any_text_list_on_every_page_and_link_where_a_url_can_carry_them(viewer_client):
+    run = Run.objects.create(name="ids")
+    records = []
+    for agent in AGENT_IDS:
+        records += [
+            {"type": "agent_spawned", "agentId": agent, "parentAgentId": "root"},
+            {"type": "agent_modules", "agentId": agent, "modules": [
+                {"kind": "memories", "moduleId": f"m-{agent}", "enabled": True, "origin": "created", "scope": "inherited"}]},
+            {"type": "api_call", "agentId": agent, "operation": "shell.shell"},
+            {"type": "api_result", "agentId": agent, "operation": "shell.shell", "ok": False, "failure": "unavailable"},
+        ]
+    ingest.append(run, records)
+    for name in ("agents", "stores", "divergences", "refusals", "arms"):
+        response = viewer_client.get(reverse(f"runs:{name}", args=[run.pk]))
+        assert response.status_code == 200, name  # a line break in one id took each of these down
+    roster = viewer_client.get(reverse("runs:agents", args=[run.pk])).content.decode()
+    assert "<code>&lt;s&gt;</code>" in roster and "<s>" not in roster
+    assert '<code title="no link: the id holds a character a URL cannot carry">a\nb</code>' in roster
+    for agent in AGENT_IDS[1:]:
+        url = reverse("runs:agent", args=[run.pk, agent])
+        assert f'href="{url}"' in roster
+        assert viewer_client.get(url).status_code == 200, agent

@@ -4,6 +4,7 @@ chart (inline SVG)."""
 import json
 
 from django import template
+from django.urls import NoReverseMatch, reverse
 
 from runs.pages.selectors import divergence_count as _divergence_count
 from runs.pages.selectors import error_tally
@@ -66,3 +67,13 @@ def as_list_filter(value):
     """A snapshot's array field, or [] when the record holds anything else there (records are
     untrusted: a template must not fail on them)."""
     return as_list(value)
+
+
+@register.inclusion_tag("runs/_agent_link.html")
+def agent_link(run_pk, agent_id):
+    """An agent's id as a link to its page; the id alone when no URL can carry it (a line break)."""
+    try:
+        href = reverse("runs:agent", args=(run_pk, agent_id))
+    except NoReverseMatch:
+        href = ""
+    return {"href": href, "agent_id": agent_id}
