@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from runs.consumers import FeedConsumer
+from runs.feed.consumer import FeedConsumer
 
 websocket_urlpatterns = [
     path("ws/runs/<int:run>/feed/", FeedConsumer.as_asgi()),

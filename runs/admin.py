@@ -12,7 +12,7 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Rebuild projections from the stored events")
     def rebuild_projections(self, request, queryset):
-        from runs import services
+        from runs.ingest import services
 
         for run in queryset:
             stats = services.rebuild_projections(run)

@@ -1,7 +1,7 @@
 """The stored stream and its projections.
 
 `Event` is the source of truth: every record exactly as received, seq 1..n per run. Every other
-model here is a fold of the events, written by `runs.ingest.append` in the same transaction and
+model here is a fold of the events, written by `runs.ingest.writer.append` in the same transaction and
 rebuildable from the log (`manage.py rebuild_projections`).
 """
 

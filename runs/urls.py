@@ -1,14 +1,17 @@
 from django.urls import path
 
-from runs import api, feed_views, page_views, views
+from runs.ingest import views as ingest_views
+from runs.ingest import api
+from runs.feed import views as feed_views
+from runs.pages import views as page_views
 from runs.launch import views as launch_views
 
 app_name = "runs"
 urlpatterns = [
-    path("", views.run_list, name="list"),
-    path("runs/import/", views.run_import, name="import"),
-    path("runs/<int:pk>/", views.run_detail, name="detail"),
-    path("runs/<int:pk>/export.ndjson", views.run_export, name="export"),
+    path("", page_views.run_list, name="list"),
+    path("runs/import/", ingest_views.run_import, name="import"),
+    path("runs/<int:pk>/", page_views.run_detail, name="detail"),
+    path("runs/<int:pk>/export.ndjson", ingest_views.run_export, name="export"),
     path("api/runs/<str:run>/events", api.run_events, name="api_events"),
     path("runs/<int:pk>/feed/", feed_views.run_feed, name="feed"),
     path("runs/<int:pk>/agents/", page_views.run_agents, name="agents"),

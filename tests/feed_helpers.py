@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from gg_console.asgi import application
-from runs.ingest import append
+from runs.ingest.writer import append
 from runs.models import Run
 
 ORIGIN = (b"origin", b"http://testserver")

@@ -3,7 +3,7 @@
 import re
 from html.parser import HTMLParser
 
-from runs import ingest
+from runs.ingest import writer as ingest
 from runs.models import Run
 from tests.conftest import STREAMS
 

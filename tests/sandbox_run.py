@@ -5,8 +5,8 @@ Every record the membrane emits is validated against gg's schema as it is emitte
 import textwrap
 from itertools import count
 
-from runs.engine.membrane import AgentContext, run_program
-from runs.engine.sandbox import get_sandbox
+from runs.engine.sandbox.membrane import AgentContext, run_program
+from runs.engine.sandbox.guest import get_sandbox
 from runs.engine.tools import ArchiveStore, BoardStore, MemoryStore, SkillLibrary, TaskStore, Workspace
 from surfaces.catalogue import CAPABILITIES
 from surfaces.grants import Grants

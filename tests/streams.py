@@ -5,9 +5,9 @@
 
 from pathlib import Path
 
-from runs import ingest
+from runs.ingest import writer as ingest
 from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
-from runs.projections import RUN_PROJECTION_FIELDS
+from runs.ingest.projections import RUN_PROJECTION_FIELDS
 
 TESTS = Path(__file__).resolve().parent
 STREAMS = TESTS / "fixtures" / "streams"

@@ -10,8 +10,9 @@ inside the call) and messaging happen inside the call's bracket through the engi
 archive_thread, over the agent's history.
 """
 
-from runs.engine import issues, messages, thread
-from runs.engine.membrane import AgentContext, run_program
+from runs.engine import issues, thread
+from runs.engine.sandbox import model_text as messages
+from runs.engine.sandbox.membrane import AgentContext, run_program
 from runs.engine.tools import ToolError
 
 VIEW_BANDS = {"file": "file_view", "text": "text_view", "docs": "docs_view"}

@@ -1,6 +1,6 @@
 """Running a spec on the real gg binary: `$GG_BINARY --config invocation.json`.
 
-gg's stdout is its NDJSON operator stream; each line is handed to `runs.ingest.append_lines` as
+gg's stdout is its NDJSON operator stream; each line is handed to `runs.ingest.writer.append_lines` as
 it arrives (a line that is not a record is kept as a RejectedLine, never dropped). Each stderr
 line is kept as a `log` record at level warn, so the operator sees it where gg's own warnings go.
 Cancel writes gg's cancel sentinel file, which gg checks at its turn boundaries. The terminal
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from runs import ingest
+from runs.ingest import writer as ingest
 from runs.engine.telemetry import now_rfc3339
 
 POLL_SECS = 0.2

@@ -15,7 +15,7 @@ branch gg would use (`gg/issue-<n>`, n in dispatch order) is reported on agent_s
 worktree_merged only — an accepted issue is a clean merge, a failed one a discard.
 """
 
-from runs.engine.stores import open_holdings
+from runs.engine.holdings import open_holdings
 from runs.engine.tools import ToolError
 
 TERMINAL = ("done", "failed")

@@ -32,7 +32,7 @@ from pathlib import Path
 from runs.engine import issues, thread, toolcalls
 from runs.engine.providers import SUBMIT_PROGRAM, ProviderError, Request, make_provider
 from runs.engine.spec import MODULE_KINDS
-from runs.engine.stores import StoreRegistry, open_holdings, succeed
+from runs.engine.holdings import StoreRegistry, open_holdings, succeed
 from runs.engine.tools import ToolError, Workspace, estimate_tokens
 from surfaces.arms import surface_apis
 from surfaces.grants import Grants

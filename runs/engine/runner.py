@@ -3,7 +3,7 @@
 It validates the run's `launch_spec`, sets `Run.status` to running, drives the built-in engine (or
 the external gg binary for `"engine": "gg"`) and sets the terminal status. `Run.cancel_requested`
 is re-read from the database at every turn boundary. Records reach the database through
-`runs.ingest.append` as they are emitted, so a failure loses nothing already recorded; the run is
+`runs.ingest.writer.append` as they are emitted, so a failure loses nothing already recorded; the run is
 still closed with `internal_error`.
 """
 
@@ -12,7 +12,7 @@ import uuid
 
 from django.utils import timezone
 
-from runs.launch.workspace import workspace_dir
+from runs.engine.run_workspace import workspace_dir
 from runs.models import Run
 from runs.engine.loop import Engine
 from runs.engine.spec import validate_spec

@@ -1,4 +1,4 @@
-"""Stamping gg envelopes and sending them through `runs.ingest.append`, the one write path.
+"""Stamping gg envelopes and sending them through `runs.ingest.writer.append`, the one write path.
 
 Records are buffered and flushed at the points a live reader needs them (each incarnation's
 opening, each turn's close, the epilogue) and on the way out of a failure, so everything already
@@ -7,7 +7,7 @@ emitted reaches the database. A launched run is therefore stored exactly like an
 
 from datetime import datetime, timezone
 
-from runs import ingest
+from runs.ingest import writer as ingest
 
 
 def now_rfc3339():

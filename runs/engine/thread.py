@@ -12,7 +12,7 @@ opening, the open views and the stores (read skills, tasks, memories: the pinned
 """
 
 from runs.engine.tools import ToolError
-from runs.engine.tools.views import file_view
+from runs.engine.tools.context_views import file_view
 
 
 def stamp(messages, turn):

@@ -6,8 +6,9 @@ import shutil
 from django.db import transaction
 from django.utils import timezone
 
-from runs import doorbell
-from runs.launch import dispatch, workspace
+from runs.feed import doorbell
+from runs.launch import dispatch
+from runs.engine import run_workspace as workspace
 from runs.launch.forms import LaunchForm
 from runs.models import Run, SavedConfiguration
 

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from runs.models import Agent, Event, Holding, ModuleStore, Run
-from runs.projections import MODULE_KINDS, as_list, breakdown_bands, classify, loads_record
+from runs.ingest.projections import MODULE_KINDS, as_list, breakdown_bands, classify, loads_record
 from surfaces.arms import ARMS, member_separator, spell, spelling_for
 from surfaces.catalogue import CAPABILITIES, ENDINGS, MODULES, MODULES_BY_ID, OPERATIONS, TOOLS
 

@@ -8,7 +8,7 @@ from django.urls import NoReverseMatch, reverse
 
 from runs.pages.selectors import divergence_count as _divergence_count
 from runs.pages.selectors import error_tally
-from runs.projections import as_list
+from runs.ingest.projections import as_list
 
 register = template.Library()
 

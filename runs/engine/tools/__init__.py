@@ -1,6 +1,6 @@
 """gg's typed tool implementations over a workspace, shared by both execution modes.
 
-A responses-as-code program reaches them through the membrane (runs.engine.membrane); a
+A responses-as-code program reaches them through the membrane (runs.engine.sandbox.membrane); a
 tool-calling agent reaches them by tool name from the run loop. Every failure is one
 `ToolError(code, message)` whose code is a gg failure class (stream.md §6 `GgCallFailure`).
 """
@@ -26,8 +26,8 @@ def estimate_tokens(text):
 
 
 from runs.engine.tools.workspace import Workspace  # noqa: E402
-from runs.engine.tools.stores import ArchiveStore, BoardStore, MemoryStore, SkillLibrary, TaskStore  # noqa: E402
-from runs.engine.tools.views import View, Window  # noqa: E402
+from runs.engine.tools.module_stores import ArchiveStore, BoardStore, MemoryStore, SkillLibrary, TaskStore  # noqa: E402
+from runs.engine.tools.context_views import View, Window  # noqa: E402
 
 __all__ = ["ToolError", "FAILURE_CLASSES", "estimate_tokens", "Workspace", "MemoryStore", "TaskStore", "BoardStore",
            "SkillLibrary", "ArchiveStore", "View", "Window"]

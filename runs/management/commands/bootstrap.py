@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from runs import services
+from runs.ingest import services
 from runs.engine.runner import start_run
 from runs.engine.spec import DEMO_DIR
 from runs.management.commands.launch import launch_spec_file

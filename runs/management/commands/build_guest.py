@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from runs.engine.sandbox import artifact_path, build_guest
+from runs.engine.sandbox.guest import artifact_path, build_guest
 
 
 class Command(BaseCommand):

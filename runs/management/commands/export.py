@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs import selectors
+from runs.pages import run_selectors as selectors
 
 
 class Command(BaseCommand):

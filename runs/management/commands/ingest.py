@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs import services
+from runs.ingest import services
 from runs.models import Run
 
 

@@ -8,10 +8,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from runs import services
+from runs.ingest import services
 from runs.engine.runner import start_run
 from runs.engine.spec import validate_spec
-from runs.launch import dispatch, workspace
+from runs.launch import dispatch
+from runs.engine import run_workspace as workspace
 from runs.models import Run
 
 

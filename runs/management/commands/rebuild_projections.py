@@ -2,7 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs import selectors, services
+from runs.pages import run_selectors as selectors
+from runs.ingest import services
 from runs.models import Run
 
 

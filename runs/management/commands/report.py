@@ -4,8 +4,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs import selectors
-from runs.report import build_report
+from runs.pages import run_selectors as selectors
+from runs.pages.report import build_report
 
 
 class Command(BaseCommand):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.engine.membrane import AgentContext, run_program
-from runs.engine.messages import render
+from runs.engine.sandbox.membrane import AgentContext, run_program
+from runs.engine.sandbox.model_text import render
 from runs.engine.tools import ArchiveStore, BoardStore, MemoryStore, SkillLibrary, TaskStore, Workspace
 from surfaces.catalogue import BY_ID, CAPABILITIES
 from surfaces.grants import Grants

@@ -1,0 +1,211 @@
+"""The live activity feed socket: ws/runs/<run>/feed/?after=<seq>.
+
+The channel layer is a doorbell, not a log: a `run.event` message only says "something was
+stored". The consumer always reads the database after its own cursor, so a dropped or coalesced
+doorbell never loses an event and no event is sent twice.
+
+Connections share the work: a window of rows (run, after, limit) is read and rendered once per
+process (`Windows`), whoever asks, because stored events never change and a row depends only on
+the log before it (`runs.feed.rows.FeedState`).
+"""
+
+import asyncio
+import logging
+from collections import OrderedDict
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from runs.feed.doorbell import MESSAGE_TYPE, group_name
+from runs.feed.rows import BATCH, read_window, run_state
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 15  # as gg's own live stream: a beat while idle
+# While doorbells pour in, a connection reads at most this often: each pass then carries more
+# rows, and a socket message costs the server about as much as the rows in it.
+PASS_SECONDS = 0.05
+ENDED_HTML = '<div id="feed-end" hx-swap-oob="true" data-ended="1">The run has ended; every stored event is shown.</div>'
+HEARTBEAT_HTML = "<!-- heartbeat -->"  # a message with no elements: htmx swaps nothing
+
+
+class _Read:
+    """One database read of a window, which every connection asking meanwhile awaits."""
+
+    def __init__(self):
+        self.started = False  # set by the database thread as its first step
+        self.task = None
+
+
+class Windows:
+    """Process-wide: each window of a run's rows read and rendered once, for every connection.
+
+    The last read of each (run, after, limit) is kept (LRU). A full one (`limit` events) can never
+    change. A shorter one serves whoever knows it is recent enough: a connection whose doorbells
+    announced nothing past its end.
+    """
+
+    def __init__(self, size=64):
+        self.size = size
+        self.done = OrderedDict()  # (run, after, limit) -> Window
+        self.states = OrderedDict()  # (run, seq) -> FeedState after seq: where the next window starts
+        self.reads = {}  # (run, after, limit) -> _Read not finished yet
+
+    async def get(self, run_pk, after, rung=None, limit=BATCH):
+        """The window after seq `after`, complete up to `rung` (a seq a doorbell announced) or,
+        with `rung` None, read from the database after this call (a poll).
+
+        Returns (window, settled): settled when it covers what was asked; otherwise (a read
+        already under way that ended short of `rung`) ask again from the window's cursor.
+        """
+        key = (run_pk, after, limit)
+        window = self.done.get(key)
+        if window is not None and (window.full or (rung is not None and window.cursor >= rung)):
+            self.done.move_to_end(key)
+            return window, True
+        read = self.reads.get(key)
+        if read is None:
+            read = self.reads[key] = _Read()
+            read.task = asyncio.ensure_future(self._read(key, read))
+        # A read not started yet sees everything committed before this call.
+        fresh = not read.started
+        # Shielded: one asker going away must not cancel the read the others await.
+        window = await asyncio.shield(read.task)
+        return window, fresh or window.full or (rung is not None and window.cursor >= rung)
+
+    async def _read(self, key, read):
+        run_pk, after, limit = key
+        state = self.states.get((run_pk, after))
+
+        def work():
+            read.started = True
+            return read_window(run_pk, after, limit, state.copy() if state else None)
+
+        try:
+            window, end = await database_sync_to_async(work)()
+        finally:
+            del self.reads[key]
+        if end is not None:
+            self._keep(self.states, (run_pk, window.cursor), end)
+        self._keep(self.done, key, window)
+        return window
+
+    def _keep(self, cache, key, value):
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > self.size:
+            cache.popitem(last=False)
+
+
+WINDOWS = Windows()
+
+
+class FeedConsumer(AsyncWebsocketConsumer):
+    heartbeat_seconds = HEARTBEAT_SECONDS
+    pass_seconds = PASS_SECONDS
+
+    async def connect(self):
+        if not self.scope["user"].is_authenticated:
+            await self.close()
+            return
+        self.run_pk = int(self.scope["url_route"]["kwargs"]["run"])
+        exists, _ = await database_sync_to_async(run_state)(self.run_pk)
+        if not exists:
+            await self.close()
+            return
+        self.cursor = self._after()
+        self.rung = 0  # the last seq a doorbell announced
+        self.wake = asyncio.Event()
+        self.group = group_name(self.run_pk)
+        # Join before the first read: a doorbell rung between the read and the join would
+        # otherwise be missed until the next one.
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        self.pump = asyncio.create_task(self._pump())
+
+    def _after(self):
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        try:
+            return max(0, int(query.get("after", ["0"])[0]))
+        except ValueError:
+            return 0
+
+    async def disconnect(self, code):
+        pump = getattr(self, "pump", None)
+        if pump is not None:
+            pump.cancel()
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None):
+        pass  # the feed is one-way; the browser only reconnects with ?after=
+
+    async def dispatch(self, message):
+        # A doorbell touches no database, so it skips Channels' close_old_connections before
+        # each handler: a hop through the database thread per doorbell per connection, queued
+        # in front of the window reads.
+        if message["type"] == MESSAGE_TYPE:
+            await self.run_event(message)
+        else:
+            await super().dispatch(message)
+
+    async def run_event(self, message):
+        """The doorbell: wake the pump, which reads whatever is stored after the cursor."""
+        self.rung = max(self.rung, message["seq"])
+        if "status" in message:
+            self.poll = True  # a status is not a seq: only a read from now on sees it
+        self.wake.set()
+
+    async def _pump(self):
+        idle = False
+        self.poll = True  # the first pass reads what is stored now
+        loop = asyncio.get_running_loop()
+        last_pass = -self.pass_seconds
+        try:
+            while True:
+                pause = last_pass + self.pass_seconds - loop.time()
+                if pause > 0:
+                    await asyncio.sleep(pause)  # doorbells meanwhile join this pass
+                last_pass = loop.time()
+                self.wake.clear()  # before reading: a doorbell during the read means read again
+                # What this pass must cover: the doorbells' last seq, or (first pass, idle pass,
+                # a status change) whatever is stored when it reads.
+                rung = None if self.poll or idle else self.rung
+                self.poll = False
+                if rung is None or rung > self.cursor:
+                    sent, live = await self._drain(rung)
+                else:  # a doorbell for what this connection has already sent
+                    sent, live = False, True  # (a status change always polls)
+                if not live:
+                    await self.send(text_data=ENDED_HTML)
+                    await self.close(code=1000)
+                    return
+                if idle and not sent:
+                    await self.send(text_data=HEARTBEAT_HTML)
+                # An idle pass re-reads too: a writer whose doorbell never reaches this process
+                # (another process on the in-memory layer) still shows up, at heartbeat pace.
+                try:
+                    await asyncio.wait_for(self.wake.wait(), self.heartbeat_seconds)
+                    idle = False
+                except asyncio.TimeoutError:
+                    idle = True
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("feed for run %s failed at seq %s", self.run_pk, self.cursor)
+            await self.close(code=1011)  # the browser reconnects from its last rendered seq
+
+    async def _drain(self, rung):
+        """Send everything stored after the cursor (up to `rung` at least), one bounded batch per
+        message: (anything sent?, run still live?). Each window's status was read before its
+        events, so an ended run is closed only once everything stored before it ended is sent."""
+        sent = False
+        while True:
+            window, settled = await WINDOWS.get(self.run_pk, self.cursor, rung)
+            if window.cursor != self.cursor:
+                self.cursor = window.cursor
+                await self.send(text_data=window.html)
+                sent = True
+            if settled and not window.full:
+                return sent, window.live

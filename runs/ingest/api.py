@@ -1,0 +1,94 @@
+"""The JSON/NDJSON endpoint of a run's stored stream: /api/runs/<run>/events
+
+``<run>`` is the run's pk (all digits) or its name.
+
+* ``GET ?after=<seq>`` — the stored records after that seq, one per line, exactly as received
+  (NDJSON; header ``X-Last-Seq``). For a logged-in user or a bearer token.
+* ``POST`` — an NDJSON body from a process pushing a live stream; ``Authorization: Bearer <key>``
+  of an `IngestToken` is required (a session cookie is not enough: the endpoint is CSRF-exempt).
+  Returns ``{"run", "name", "created", "stored", "rejected", "duplicates", "lines", "last_seq",
+  "rejections": [{"line", "reason"}]}``; line numbers count from 1 in each request body.
+  POST to a name no run has yet creates that run (source ``api``); an all-digits ref must name an
+  existing run (404 otherwise).
+"""
+
+from django.contrib.auth.decorators import login_not_required
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from runs.pages import run_selectors as selectors
+from runs.ingest import services
+from runs.models import IngestToken, Run
+from runs.ingest.views import ndjson_response
+
+
+def bearer_user(request):
+    """The active user whose `IngestToken` the request's ``Authorization: Bearer <key>`` names, or None."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        return None
+    token = IngestToken.objects.select_related("user").filter(key=key.strip()).first()
+    if token is None or not token.user.is_active:
+        return None
+    return token.user
+
+
+def unauthorized(message):
+    """A 401 JSON response naming what is missing, with the Bearer challenge."""
+    response = JsonResponse({"error": message}, status=401)
+    response["WWW-Authenticate"] = 'Bearer realm="gg console"'
+    return response
+
+
+def readable_run(request, ref):
+    """(run, None) for a reader (a logged-in user or a bearer token), else (None, the error response)."""
+    if not (request.user.is_authenticated or bearer_user(request)):
+        return None, unauthorized("Log in or send Authorization: Bearer <token>.")
+    run = selectors.run_resolve(ref)
+    if run is None:
+        return None, JsonResponse({"error": f"No run {ref!r}."}, status=404)
+    return run, None
+
+
+@csrf_exempt
+@login_not_required
+def run_events(request, run):
+    if request.method == "GET":
+        return _get(request, run)
+    if request.method == "POST":
+        return _post(request, run)
+    response = JsonResponse({"error": "Use GET or POST."}, status=405)
+    response["Allow"] = "GET, POST"
+    return response
+
+
+def _get(request, ref):
+    run, refused = readable_run(request, ref)
+    if refused:
+        return refused
+    after = request.GET.get("after", "0")
+    try:
+        after = int(after)
+        if after < 0:
+            raise ValueError
+    except ValueError:
+        return JsonResponse({"error": "after must be a seq: a whole number ≥ 0."}, status=400)
+    return ndjson_response(run, after=after, request=request)
+
+
+def _post(request, ref):
+    user = bearer_user(request)
+    if user is None:
+        return unauthorized("Send Authorization: Bearer <ingest token>.")
+    run = selectors.run_resolve(ref)
+    created = False
+    if run is None:
+        if str(ref).isdigit():
+            return JsonResponse({"error": f"No run with id {ref}."}, status=404)
+        try:
+            run, created = services.run_get_or_create(name=str(ref), source=Run.Source.API, created_by=user)
+        except ValueError as exc:
+            return JsonResponse({"error": str(exc)}, status=400)
+    result = services.events_import_stream(run, request)
+    return JsonResponse({"run": run.pk, "name": run.name, "created": created, **result.as_dict()})

@@ -1,0 +1,76 @@
+"""Import and export views: the upload form and the NDJSON download (writes go through
+`runs.ingest.services`, reads of the stored lines through `runs.pages.run_selectors`)."""
+
+from pathlib import PurePath
+
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_http_methods
+
+from runs.ingest import services
+from runs.ingest.forms import ImportForm
+from runs.models import Run
+from runs.pages import run_selectors as selectors
+
+REJECTIONS_LISTED = 1000  # rows of the upload form's rejected-lines table
+
+
+@require_http_methods(["GET", "POST"])
+def run_import(request):
+    result = run = None
+    if request.method == "POST":
+        form = ImportForm(request.POST, request.FILES)
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            name = form.cleaned_data["name"] or PurePath(upload.name or "upload").stem or "upload"
+            run, _created = services.run_get_or_create(
+                name=name, source=Run.Source.IMPORT, created_by=request.user
+            )
+            upload.seek(0)
+            result = services.events_import_stream(run, upload)
+    else:
+        form = ImportForm()
+    context = {"form": form, "result": result, "run": run}
+    if result is not None:  # every rejected line counts; a page lists a bounded number of them
+        context["rejections_shown"] = result.rejections[:REJECTIONS_LISTED]
+        context["rejections_more"] = max(len(result.rejections) - REJECTIONS_LISTED, 0)
+    return render(request, "runs/import.html", context)
+
+
+@require_GET
+def run_export(request, pk):
+    run = get_object_or_404(Run, pk=pk)
+    return ndjson_response(run, filename=f"{slugify(run.name) or f'run-{run.pk}'}.ndjson", request=request)
+
+
+def ndjson_response(run: Run, *, after: int = 0, filename: str | None = None, request=None):
+    """The stored stream as NDJSON: one stored record per line, in seq order, exactly as received.
+
+    Read a chunk of rows at a time, so memory stays bounded on any size of run: under ASGI (Daphne)
+    through an async iterator (a sync one would be drained into a list first), else a sync one.
+    """
+    upto = run.last_seq
+    if isinstance(request, ASGIRequest):
+        lines = _alines(run, after, upto)
+    else:
+        lines = (raw.encode("utf-8") + b"\n" for _seq, raw in selectors.run_raw_lines(run, after=after, upto=upto))
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response["X-Last-Seq"] = str(upto)
+    if filename:
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+async def _alines(run, after, upto, chunk=2000):
+    cursor = after
+    while True:
+        rows = await sync_to_async(selectors.raw_lines_chunk)(run.pk, cursor, upto, chunk)
+        if not rows:
+            return
+        yield b"".join(raw.encode("utf-8") + b"\n" for _seq, raw in rows)
+        cursor = rows[-1][0]
+        if len(rows) < chunk:
+            return

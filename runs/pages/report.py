@@ -1,0 +1,146 @@
+"""The run report: one JSON document holding what the run pages show.
+
+Built from the same selectors as the pages (`runs.pages.selectors`, `runs.pages.run_selectors`), so
+`manage.py report RUN --json`, `GET /api/runs/<run>/report` and the pages cannot disagree.
+The shape is documented in the README ("Run report").
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from runs.pages import run_selectors
+from runs.models import Run
+from runs.pages import selectors as sel
+
+REPORT_VERSION = 1
+
+
+def _iso(value):
+    return value.isoformat() if value else None
+
+
+def _holding(h) -> dict:
+    return {"kind": h.kind, "moduleId": h.module_id, "enabled": h.enabled, "origin": h.origin,
+            "writable": h.writable, "scope": h.scope or None}
+
+
+def _surface(agent) -> dict:
+    surface = sel.agent_surface_counts(agent)
+    return {
+        "reported": surface["reported"],
+        "tools": [{"name": t["name"], "calls": t["calls"]} for t in surface["tools"]],
+        "apis": [{"module": a["module"], "path": a["path"], "functions": a["functions"]} for a in surface["apis"]],
+        "withheld": surface["withheld"],
+        "unofferedCalls": surface["unoffered_calls"],
+        "callsWithoutSurface": surface["unjoined_calls"],
+    }
+
+
+def build_report(run: Run) -> dict:
+    agents = sel.run_agents(run)
+    holdings = sel.run_holdings(run)
+    forest = sel.agent_forest(agents)
+    refusals = sel.run_refusals(run, agents)
+    header = run_selectors.run_header(run)
+    clocks = run_selectors.run_clocks(run, duration=header["duration"])
+
+    agent_ids = {a.pk: a.agent_id for a in agents}
+    held = defaultdict(list)
+    for h in holdings:
+        held[h.agent_id].append(h)
+    refused = {r["agent"].agent_id: r for r in refusals["agents"]}
+
+    def agent_doc(row) -> dict:
+        a = row.agent
+        mine = refused.get(a.agent_id)
+        return {
+            "agentId": a.agent_id,
+            "parentAgentId": a.parent_agent_id or None,
+            "predecessor": agent_ids.get(a.predecessor_id),
+            "transition": a.transition_kind or None,
+            "fsmState": a.fsm_state or None,
+            "depth": a.depth,
+            "profileId": a.profile_id,
+            "modelId": a.model_id,
+            "executionMode": a.execution_mode or None,
+            "programLanguage": a.program_language or None,
+            "docViewTypes": a.doc_view_types or None,
+            "role": a.role or None,
+            "status": a.status,
+            "turns": a.turns,
+            "calls": a.call_count,
+            "errorTurns": a.error_turn_count,
+            "errorTurnsByKind": a.error_turns,
+            "errorTurnsByType": sel.error_types_flat(a.error_types),
+            "suspendedSeconds": a.suspended.total_seconds(),
+            "blockedSince": _iso(a.blocked_since),
+            "contextBands": a.context_bands,
+            "lastContext": a.last_breakdown,
+            "apiFailures": a.api_failures,
+            "toolFailures": a.tool_failures,
+            "holdings": [_holding(h) for h in held.get(a.pk, ())],
+            "surface": _surface(a),
+            "refusals": [{"turn": e["turn"], "operation": e["operation"] or None, "spelling": e["spelling"],
+                          "failure": e["failure"] or None, "message": e["message"] or None}
+                         for t in (mine["turns"] if mine else ()) for e in t["entries"]],
+            "refusalsSuppressed": [{"turn": t["turn"], "count": t["suppressed"]}
+                                   for t in (mine["turns"] if mine else ()) if t["suppressed"]],
+        }
+
+    stores = sel.store_index(run, agents, holdings)
+    divergences = sel.run_divergences(run, agents, holdings)
+    arms = sel.arms_comparison(agents)
+    usage = header["usage"]
+    return {
+        "version": REPORT_VERSION,
+        "run": {
+            "id": run.pk,
+            "name": run.name,
+            "source": run.source,
+            "status": run.status,
+            "live": run.is_live,
+            "startedAt": _iso(run.started_at),
+            "endedAt": _iso(run.ended_at),
+            "durationSeconds": header["duration"].total_seconds() if header["duration"] is not None else None,
+            "waitingSeconds": clocks["waiting"].total_seconds(),
+            "agentsByStatus": dict(clocks["by_status"]),
+            "counts": {"records": run.last_seq, "rejected": run.rejected_count, "agents": run.agent_count,
+                       "turns": run.turn_count, "calls": run.call_count, "errorTurns": run.error_turn_count,
+                       "divergences": len(divergences), "refused": refusals["refused"],
+                       "refusalsSuppressed": refusals["suppressed"]},
+            "errorTurnsByKind": run.error_turns,
+            "errorTurnsByType": sel.error_types_flat(run.error_types),
+            "apiFailures": run.api_failures,
+            "toolFailures": run.tool_failures,
+            "usage": {"source": usage["source"], "tokens": usage["tokens"], "cost": usage["cost"],
+                      "bySlot": usage["by_slot"]},
+            "capabilitySet": run.capability_set,
+        },
+        "agents": [agent_doc(row) for row in forest],
+        "stores": [{
+            "moduleId": s.module_id,
+            "kind": s.kind,
+            "sharing": s.sharing,
+            "holders": [{"agentId": h.agent.agent_id, "origin": h.origin, "writable": h.writable,
+                         "scope": h.scope or None, "costTokens": s.holder_costs[h.agent.agent_id]}
+                        for h in s.holders],
+            "dropped": s.dropped,
+            "releasedBy": s.released_by,
+            "lifetime": [{"event": r["event"], "agentId": r["agent"], "fromAgentId": r["from_agent"] or None,
+                          "transition": r["transition"] or None, "otherModuleId": r["other"] or None}
+                         for r in s.lifetime],
+            "contents": s.store.snapshot,
+        } for s in stores],
+        "divergences": divergences,
+        "refusalTotals": [{"operation": op, "refused": n} for op, n in refusals["totals"]],
+        # True when the run has more failed calls or refusal lines than one read covers (the page says
+        # so too): the refusal figures then cover the earliest `refusalsWindow` of each.
+        "refusalsTruncated": refusals["truncated"],
+        "refusalsWindow": refusals["window"],
+        "arms": [{"programLanguage": arm["language"] or None, "docViewTypes": arm["doc_view_types"] or None,
+                  "executionModes": arm["modes"], "agents": [a.agent_id for a in arm["agents"]],
+                  "turns": arm["turns"], "errorTurns": arm["error_turns"], "calls": dict(arm["calls"]),
+                  "docsViewTokens": arm["docs_view"], "searchResultsTokens": arm["search_results"]}
+                 for arm in arms["arms"]],
+    }

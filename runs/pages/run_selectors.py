@@ -1,0 +1,188 @@
+"""Reads (the HackSoft split: views call these; writes live in `runs.ingest.services`).
+
+Each function here runs a bounded number of queries whatever the number of events: the run list and
+the run header read only the rolled-up columns the fold keeps on `Run`.
+
+Other areas add their own selectors below the run-level ones.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.core.paginator import Paginator
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from runs.models import Agent, Event, RejectedLine, Run
+from runs.ingest.projections import COST_CLASSES, TOKEN_CLASSES, as_list, parse_timestamp, total_tokens
+
+RUNS_PER_PAGE = 50
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs
+
+
+def run_resolve(ref) -> Run | None:
+    """A run by pk (all digits) or by name; None when there is none."""
+    ref = str(ref).strip()
+    if ref.isdigit():
+        run = Run.objects.filter(pk=int(ref)).first()
+        if run is not None:
+            return run
+    return Run.objects.filter(name=ref).first()
+
+
+def run_list_page(page_number=None, *, per_page: int = RUNS_PER_PAGE):
+    """Newest first (by when the console received the run), paginated; one query per page."""
+    runs = Run.objects.order_by("-created_at", "-id")
+    return Paginator(runs, per_page).get_page(page_number)
+
+
+def run_usage(run: Run) -> dict:
+    """The usage header: the sum of the run's usage deltas, or — only when no delta arrived — the
+    sum of its latest slot_usage rollups (spec/stream.md §7.5). Never both.
+
+    ``{"tokens": {class: n|None}, "cost": {comparable, actual}, "total_tokens": n|None,
+    "source": "deltas" | "slot_usage" | None, "by_slot": [{profileId, modelId, tokens, cost}]}``
+    """
+    usage = run.usage or {}
+    if usage.get("deltas"):
+        by_slot = list((usage.get("by_slot") or {}).values())
+        tokens, cost, source = usage.get("tokens") or {}, usage.get("cost") or {}, "deltas"
+    elif run.slot_usage:
+        by_slot = list(run.slot_usage.values())
+        tokens, cost, source = _sum_rollups(by_slot), None, "slot_usage"
+        cost = _sum_costs(by_slot)
+    else:
+        return {"tokens": {}, "cost": {}, "total_tokens": None, "source": None, "by_slot": []}
+    return {
+        "tokens": tokens,
+        "cost": cost,
+        "total_tokens": total_tokens(tokens),
+        "source": source,
+        "by_slot": by_slot,
+    }
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _sum_rollups(rows):
+    out = {c: None for c in TOKEN_CLASSES}
+    for row in rows:
+        for c in TOKEN_CLASSES:
+            v = _dict(row.get("tokens")).get(c)
+            if isinstance(v, (int, float)):
+                out[c] = v if out[c] is None else out[c] + v
+    return out
+
+
+def _sum_costs(rows):
+    out = {c: None for c in COST_CLASSES}
+    for row in rows:
+        for c in COST_CLASSES:
+            v = _dict(row.get("cost")).get(c)
+            if isinstance(v, (int, float)):
+                out[c] = round(v if out[c] is None else out[c] + v, 12)
+    return out
+
+
+def run_duration(run: Run, *, last_timestamp: str | None = None):
+    """ended - started; for a run without session_ended, the last stored record's stamp - started
+    (or now - started when that cannot be read). None before any timestamp."""
+    if run.started_at is None:
+        return None
+    end = run.ended_at
+    if end is None and last_timestamp:
+        end = parse_timestamp(last_timestamp)
+    if end is None:
+        end = timezone.now() if run.is_live else None
+    if end is None:
+        return None
+    return max(end - run.started_at, timedelta(0))
+
+
+def run_header(run: Run) -> dict:
+    """Every figure the run header shows (at most one query: the last record's stamp)."""
+    last_ts = None
+    if run.ended_at is None and run.started_at is not None and run.last_seq:
+        last_ts = (
+            Event.objects.filter(run=run, seq=run.last_seq).values_list("timestamp", flat=True).first()
+        )
+    return {
+        "duration": run_duration(run, last_timestamp=last_ts),
+        "usage": run_usage(run),
+        "tool_failure_count": sum(run.tool_failures.values()) if run.tool_failures else 0,
+        "api_failure_count": sum(run.api_failures.values()) if run.api_failures else 0,
+    }
+
+
+def run_clocks(run: Run, *, duration=None) -> dict:
+    """The overview's clocks (one query): runtime (against the declared ``maxRuntimeSecs``),
+    waiting — the agents' closed blocked suspensions summed — and how many agents stand in each
+    status now. ``{"runtime", "max_runtime", "waiting", "blocked_now", "by_status": [(status, n)]}``"""
+    rows = Agent.objects.filter(run=run).values("status").annotate(
+        n=Count("id"), waiting=Sum("suspended"), blocked=Count("id", filter=Q(blocked_since__isnull=False)))
+    waiting, blocked_now, by_status = timedelta(0), 0, []
+    for row in rows.order_by("status"):
+        by_status.append((row["status"], row["n"]))
+        waiting += row["waiting"] or timedelta(0)
+        blocked_now += row["blocked"]
+    limits = run.capability_set.get("limits") if isinstance(run.capability_set, dict) else None
+    max_runtime = limits.get("maxRuntimeSecs") if isinstance(limits, dict) else None
+    if not isinstance(max_runtime, (int, float)) or isinstance(max_runtime, bool):
+        max_runtime = None
+    return {"runtime": duration, "max_runtime": timedelta(seconds=max_runtime) if max_runtime else None,
+            "waiting": waiting, "blocked_now": blocked_now, "by_status": by_status}
+
+
+def run_profiles(run: Run) -> list[dict]:
+    """The profiles the run declared (session_started.capabilitySet.agents), for display."""
+    cs = run.capability_set if isinstance(run.capability_set, dict) else {}
+    out = []
+    for agent in as_list(cs.get("agents")):
+        if not isinstance(agent, dict):
+            continue
+        caps = [c.get("id") for c in as_list(agent.get("capabilities")) if isinstance(c, dict) and c.get("enabled")]
+        out.append(
+            {
+                "slug": agent.get("slug") or agent.get("id") or "",
+                "name": agent.get("name") or "",
+                "model": agent.get("modelId") or agent.get("modelSlot") or "",
+                "capabilities": [c for c in caps if isinstance(c, str)],
+            }
+        )
+    return out
+
+
+def run_rejected_lines(run: Run, *, limit: int = 100):
+    return list(RejectedLine.objects.filter(run=run).order_by("line_number", "id")[:limit])
+
+
+# ---------------------------------------------------------------------------------------------
+# The stored stream, out
+
+
+def run_raw_lines(run: Run, *, after: int = 0, upto: int | None = None, chunk: int = 2000):
+    """Yield ``(seq, raw)`` for the run's stored records after `after` (up to `upto`), in seq order,
+    reading `chunk` rows per query so memory stays bounded on any size of run."""
+    cursor = max(int(after), 0)
+    while True:
+        rows = raw_lines_chunk(run.pk, cursor, upto, chunk)
+        if not rows:
+            return
+        yield from rows
+        cursor = rows[-1][0]
+        if len(rows) < chunk:
+            return
+
+
+def raw_lines_chunk(run_pk: int, after: int, upto: int | None, chunk: int) -> list:
+    """``[(seq, raw)]``: at most `chunk` stored records of a run after seq `after` (to `upto`)."""
+    qs = Event.objects.filter(run_id=run_pk, seq__gt=after)
+    if upto is not None:
+        qs = qs.filter(seq__lte=upto)
+    return list(qs.order_by("seq").values_list("seq", "raw")[:chunk])

@@ -1,0 +1,122 @@
+"""Divergences (spec/stream.md §7.4): declared (capability set, gg's defaults) vs observed."""
+
+import pytest
+
+from runs.ingest import writer as ingest
+from runs.models import Run
+from runs.pages.selectors import divergence_count, run_agents, run_divergences, run_holdings
+
+pytestmark = pytest.mark.django_db
+
+
+def memories(module_id, origin, scope=None, enabled=True):
+    return {"kind": "memories", "moduleId": module_id, "enabled": enabled, "origin": origin, "writable": True,
+            "scope": scope}
+
+
+def spawn(agent, profile, rows, parent=None):
+    env = {"agentId": agent, **({"parentAgentId": parent} if parent else {})}
+    return [{"type": "agent_spawned", **env, "profileId": profile, "depth": 1 if parent else 0},
+            {"type": "agent_modules", **env, "modules": rows}]
+
+
+def profile(slug, scope=None, memories_on=True):
+    params = {"scope": scope} if scope else {}
+    return {"slug": slug, "name": slug.title(),
+            "capabilities": [{"id": "memories", "enabled": memories_on, "params": params}]}
+
+
+def divergences(records, capability_set=None):
+    run = Run.objects.create(name=f"d{Run.objects.count()}")
+    opening = [{"type": "session_started", "agentId": "root", **({"capabilitySet": capability_set} if capability_set else {})}]
+    ingest.append(run, opening + records)
+    run.refresh_from_db()
+    found = run_divergences(run, run_agents(run), run_holdings(run))
+    assert divergence_count(Run.objects.get(pk=run.pk)) == len(found)
+    return found
+
+
+def test_inherited_scope_resolved_to_created_is_one_divergence():
+    found = divergences(spawn("root", "lead", [memories("memories-0", "created")])
+                        + spawn("a1", "helper", [memories("memories-1", "created", "inherited")], parent="root"),
+                        {"agents": [profile("lead"), profile("helper", "inherited")]})
+    assert [(d["kind"], d["agentId"], d["declared"], d["observed"]) for d in found] == [
+        ("inherited_fell_back", "a1", "scope: inherited", "origin: created (memories-1)")]
+    assert found[0]["cause"].endswith(".") and found[0]["moduleKind"] == "memories"
+
+
+def test_inherited_that_did_inherit_is_not_a_divergence():
+    assert divergences(spawn("root", "lead", [memories("memories-0", "created")])
+                       + spawn("a1", "helper", [memories("memories-0", "inherited", "inherited")], parent="root"),
+                       {"agents": [profile("lead", "shared"), profile("helper", "inherited")]}) == []
+
+
+def test_default_scope_is_isolated_and_a_linked_fork_reaches_two_holders():
+    records = spawn("root", "lead", [memories("memories-0", "created")]) + [
+        {"type": "agent_transition", "agentId": "root", "kind": "fork", "toAgentId": "root.f", "profileId": "lead",
+         "modules": [{"kind": "memories", "disposition": "linked", "fromModuleId": "memories-0",
+                      "toModuleId": "memories-0"}]}
+    ] + spawn("root.f", "lead", [memories("memories-0", "forked")], parent="root")
+    found = divergences(records, {"agents": [profile("lead")]})  # no scope written: gg's default
+    assert [(d["kind"], d["agentId"], d["declared"]) for d in found] == [
+        ("isolated_reached_several", "root.f", "scope: isolated")]
+    assert "2 concurrent holders (root, root.f)" in found[0]["observed"]
+
+
+def test_a_transferred_holder_hands_on_rather_than_shares():
+    records = spawn("root", "lead", [memories("memories-0", "created")]) + [
+        {"type": "agent_transition", "agentId": "root", "kind": "exec", "toAgentId": "next", "profileId": "lead",
+         "modules": [{"kind": "memories", "disposition": "carried", "fromModuleId": "memories-0",
+                      "toModuleId": "memories-0"}]}
+    ] + spawn("next", "lead", [memories("memories-0", "transferred")])
+    assert divergences(records, {"agents": [profile("lead", "isolated")]}) == []
+
+
+def test_shared_split_over_stores_and_a_swapped_carried_store():
+    records = spawn("w1", "writer", [memories("memories-2", "profile")]) + [
+        {"type": "agent_transition", "agentId": "w1", "kind": "exec", "toAgentId": "w2", "profileId": "writer",
+         "modules": [{"kind": "memories", "disposition": "carried", "fromModuleId": "memories-2",
+                      "toModuleId": "memories-3"}]}
+    ] + spawn("w2", "writer", [memories("memories-3", "transferred")])
+    found = divergences(records, {"agents": [profile("writer", "shared")]})
+    assert sorted((d["kind"], d["agentId"]) for d in found) == [("carried_swapped", "w2"), ("shared_split", "w2")]
+    split = next(d for d in found if d["kind"] == "shared_split")
+    assert split["observed"] == "2 stores (memories-2, memories-3)"
+
+
+def test_shared_on_one_store_and_disabled_memories_are_quiet():
+    records = (spawn("root", "writer", [memories("memories-0", "profile")])
+               + spawn("a1", "writer", [memories("memories-0", "profile")], parent="root")
+               + spawn("a2", "other", [memories("", "created", enabled=False)], parent="root"))
+    assert divergences(records, {"agents": [profile("writer", "shared"), profile("other", memories_on=False)]}) == []
+
+
+def test_declared_from_the_holder_when_the_configuration_does_not_describe_the_profile():
+    found = divergences(spawn("a1", "unknown", [memories("memories-5", "created", "read-only")]))
+    assert [(d["kind"], d["declared"]) for d in found] == [("inherited_fell_back", "scope: read-only")]
+
+
+def test_no_rosters_no_divergences_even_with_a_declared_scope():
+    records = [{"type": "agent_spawned", "agentId": "root", "profileId": "lead"},
+               {"type": "memory_state", "agentId": "root", "moduleId": "memories-0", "memories": []},
+               {"type": "memory_state", "agentId": "a1", "moduleId": "memories-0", "memories": []}]
+    assert divergences(records, {"agents": [profile("lead", "isolated")]}) == []
+
+
+def test_no_rosters_no_swap_divergence_and_no_badge_either():
+    # a carried row with two ids, but no agent_modules anywhere: the page shows "no rosters", so
+    # neither the list nor the badge may count a divergence
+    records = [{"type": "agent_spawned", "agentId": "w1", "profileId": "writer"},
+               {"type": "agent_transition", "agentId": "w1", "kind": "exec", "toAgentId": "w2", "profileId": "writer",
+                "modules": [{"kind": "memories", "disposition": "carried", "fromModuleId": "memories-2",
+                             "toModuleId": "memories-3"}]},
+               {"type": "agent_spawned", "agentId": "w2", "profileId": "writer"}]
+    assert divergences(records, {"agents": [profile("writer", "shared")]}) == []
+
+
+def test_a_described_profile_that_does_not_declare_memories_has_nothing_to_diverge_from():
+    # the holder reports scope inherited + origin created, but its captured profile lists no
+    # memories capability: only where the configuration declares the capability (console.md §1.6)
+    bare = {"slug": "plain", "name": "Plain", "capabilities": [{"id": "shell", "enabled": True, "params": {}}]}
+    records = spawn("root", "plain", [memories("memories-0", "created", "inherited")])
+    assert divergences(records, {"agents": [bare]}) == []

@@ -1,0 +1,113 @@
+"""Records are untrusted: a known type in a shape gg never writes (an array where an object goes, a
+number where a list goes, ...) is stored like any other, and every run page and the report still
+answer — a malformed record must neither fail the write path nor take a page down."""
+
+import pytest
+from django.urls import reverse
+
+from runs.ingest import writer as ingest
+from runs.models import Run
+
+pytestmark = pytest.mark.django_db
+
+ODD = [[1], {"a": 1}, None, 3, "x", True, [], ""]
+PAGES = [("detail", ()), ("agents", ()), ("agent", ("root",)), ("agent", ("s1",)), ("stores", ()),
+         ("divergences", ()), ("refusals", ()), ("arms", ()), ("api_report", ())]
+
+
+def odd_stream(odd):
+    """One run's records with `odd` standing in every field the fold or a page reads."""
+    return [
+        {"type": "session_started", "capabilitySet": {
+            "agents": [odd, {"slug": odd, "capabilities": odd},
+                       {"slug": "p", "capabilities": [odd, {"id": "memories", "params": odd}]}],
+            "limits": odd}},
+        {"type": "agent_spawned", "agentId": "root", "profileId": "p", "depth": odd, "brief": odd},
+        {"type": "agent_modules", "agentId": "root", "modules": [
+            odd, {"kind": odd, "moduleId": odd, "enabled": True, "origin": odd, "scope": odd},
+            {"kind": "memories", "moduleId": "memories-0", "enabled": True, "origin": "created", "scope": "inherited"}]},
+        {"type": "agent_modules", "agentId": "s0", "modules": odd},
+        {"type": "agent_surface", "agentId": "root", "executionMode": odd, "tools": [odd, "finish"],
+         "apis": [odd, {"module": odd, "path": odd, "functions": [odd, {"name": odd, "operation": odd}]},
+                  {"module": "files", "path": "gg.files", "functions": odd}],
+         "programLanguage": odd, "docViewTypes": odd, "withheld": [odd]},
+        {"type": "agent_surface", "agentId": "s0", "tools": odd, "apis": odd, "withheld": odd},
+        {"type": "turn_started", "agentId": "root"},
+        {"type": "api_call", "agentId": "root", "operation": odd},
+        {"type": "api_result", "agentId": "root", "operation": odd, "ok": False, "failure": odd},
+        {"type": "api_call", "agentId": "root", "operation": "shell.shell"},
+        {"type": "api_result", "agentId": "root", "operation": "shell.shell", "ok": False, "failure": "unavailable"},
+        {"type": "log", "agentId": "root", "level": "warn",
+         "message": f"the program's `{odd}` call was refused before it ran: {odd}"},
+        {"type": "log", "agentId": "root", "level": "warn", "message": odd},
+        {"type": "tool_call", "agentId": "root", "name": odd},
+        {"type": "tool_result", "agentId": "root", "name": odd, "ok": False, "failure": odd},
+        {"type": "code_execution", "agentId": "root", "ok": odd, "logs": odd, "error": odd, "finished": odd,
+         "logsSuppressed": odd, "apiCalls": odd},
+        {"type": "context_breakdown", "agentId": "root", "bySource": odd, "totalTokens": odd, "windowLimit": odd},
+        {"type": "context_breakdown", "agentId": "root", "bySource": [odd, {"source": odd, "tokens": 5}]},
+        {"type": "memory_state", "agentId": "root", "moduleId": "memories-0", "memories": odd, "count": odd},
+        {"type": "tasks_state", "agentId": "root", "moduleId": odd, "tasks": [odd]},
+        {"type": "tasks_state", "agentId": "root", "moduleId": "tasks-0", "tasks": odd},
+        {"type": "board_state", "agentId": "root", "moduleId": "board-0", "epics": odd, "issues": [odd]},
+        {"type": "skills_state", "agentId": "root", "moduleId": "skills-0", "skills": odd},
+        {"type": "archive_state", "agentId": "root", "moduleId": "archive-0", "entries": [odd]},
+        {"type": "agent_transition", "agentId": "root", "kind": odd, "toAgentId": "s1", "state": odd,
+         "modules": [odd, {"kind": odd, "disposition": "carried", "fromModuleId": odd, "toModuleId": "memories-9"}]},
+        {"type": "agent_transition", "agentId": "root", "kind": "exec", "toAgentId": "s2", "modules": odd},
+        {"type": "agent_spawned", "agentId": "s1", "parentAgentId": odd, "profileId": odd},
+        {"type": "fsm_state", "agentId": "s1", "fsmId": odd, "state": odd},
+        {"type": "turn_outcome", "agentId": "root", "outcome": "error", "error": odd, "errorType": odd},
+        {"type": "usage", "agentId": "root", "tokens": odd, "cost": odd, "profileId": odd},
+        {"type": "slot_usage", "profileId": odd, "tokens": odd, "cost": odd},
+        {"type": "agent_status", "agentId": "root", "status": odd, "timestamp": odd},
+        {"type": "session_summary", "summary": odd},
+        {"type": "session_ended", "status": odd, "timestamp": odd},
+    ]
+
+
+@pytest.mark.parametrize("odd", ODD, ids=[repr(v) for v in ODD])
+def test_odd_shapes_are_stored_and_every_page_answers(viewer_client, odd):
+    run = Run.objects.create(name="odd")
+    records = odd_stream(odd)
+    result = ingest.append(run, records)
+    assert (result.stored, result.rejected) == (len(records), 0)
+    for name, args in PAGES:
+        response = viewer_client.get(reverse(f"runs:{name}", args=(run.pk, *args)))
+        assert response.status_code == 200, (name, args)
+
+
+def test_figures_past_a_floats_range_print_as_they_are():
+    # PostgreSQL's jsonb hands 1e308 back as a 309-digit integer: the filters must not overflow on it
+    from runs.templatetags.runs_extras import tokens, usd
+
+    huge = 10**400
+    assert tokens(huge) == str(huge) and usd(huge) == str(huge)
+    assert tokens(12345) == "12.3k" and usd(0.0063) == "$0.0063"
+
+
+AGENT_IDS = ["a\nb", "a b", "a/b", "a?b#c", "a%2Fb", "x\r", "é☃", "<s>"]
+
+
+def test_agent_ids_of_any_text_list_on_every_page_and_link_where_a_url_can_carry_them(viewer_client):
+    run = Run.objects.create(name="ids")
+    records = []
+    for agent in AGENT_IDS:
+        records += [
+            {"type": "agent_spawned", "agentId": agent, "parentAgentId": "root"},
+            {"type": "agent_modules", "agentId": agent, "modules": [
+                {"kind": "memories", "moduleId": f"m-{agent}", "enabled": True, "origin": "created", "scope": "inherited"}]},
+            {"type": "api_call", "agentId": agent, "operation": "shell.shell"},
+            {"type": "api_result", "agentId": agent, "operation": "shell.shell", "ok": False, "failure": "unavailable"},
+        ]
+    ingest.append(run, records)
+    for name in ("agents", "stores", "divergences", "refusals", "arms"):
+        response = viewer_client.get(reverse(f"runs:{name}", args=[run.pk]))
+        assert response.status_code == 200, name  # a line break in one id took each of these down
+    roster = viewer_client.get(reverse("runs:agents", args=[run.pk])).content.decode()
+    assert "<code>&lt;s&gt;</code>" in roster and "<s>" not in roster
+    assert '<code title="no link: the id holds a character a URL cannot carry">a\nb</code>' in roster
+    for agent in AGENT_IDS[1:]:
+        url = reverse("runs:agent", args=[run.pk, agent])
+        assert f'href="{url}"' in roster
+        assert viewer_client.get(url).status_code == 200, agent

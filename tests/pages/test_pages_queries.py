@@ -1,0 +1,49 @@
+"""Each run page and the report make the same number of queries for 10 events and for 10,000."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from runs.ingest import writer as ingest
+from runs.models import Run
+from tests.pages_helpers import synthetic_stream
+
+pytestmark = pytest.mark.django_db
+
+PAGES = [("agents", ()), ("agent", ("root",)), ("agent", ("t1",)), ("stores", ()), ("divergences", ()),
+         ("refusals", ()), ("arms", ()), ("detail", ())]
+
+
+def make_run(name, n):
+    run = Run.objects.create(name=name)
+    result = ingest.append(run, synthetic_stream(n), chunk_lines=5000)
+    assert result.stored == n
+    return run
+
+
+def urls(run):
+    return [reverse(f"runs:{name}", args=(run.pk, *args)) for name, args in PAGES] + [
+        reverse("runs:api_report", args=[run.pk])]
+
+
+def test_page_queries_do_not_grow_with_events(viewer_client, django_assert_max_num_queries):
+    small, large = make_run("small", 10), make_run("large", 10_000)
+    assert large.agents.get(agent_id="root").turns > 800
+    for small_url, large_url in zip(urls(small), urls(large)):
+        with CaptureQueriesContext(connection) as captured:
+            assert viewer_client.get(small_url).status_code == 200
+        with django_assert_max_num_queries(len(captured), info=large_url):
+            assert viewer_client.get(large_url).status_code == 200
+
+
+def test_arms_stores_and_report_read_context_off_the_projections(viewer_client):
+    run = make_run("bands", 8 + 11 * 180)  # the opening records, then 180 whole turns
+    for url in (reverse("runs:arms", args=[run.pk]), reverse("runs:stores", args=[run.pk]),
+                reverse("runs:api_report", args=[run.pk])):
+        with CaptureQueriesContext(connection) as captured:
+            assert viewer_client.get(url).status_code == 200
+        assert not [q["sql"] for q in captured if "context_breakdown" in q["sql"]], url
+    # and the figures are the projection's: docs_view is turn % 50 on every root turn
+    root = run.agents.get(agent_id="root")
+    assert root.context_bands["docs_view"] == sum(t % 50 for t in range(1, root.turns + 1))
