@@ -5,7 +5,7 @@ from django.views.decorators.http import require_GET
 
 from runs.feed.rows import KINDS
 from runs.models import Run
-from runs.pages.views import run_context
+from runs.pages.common import run_context
 
 
 @require_GET

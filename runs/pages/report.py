@@ -1,6 +1,6 @@
 """The run report: one JSON document holding what the run pages show.
 
-Built from the same selectors as the pages (`runs.pages.selectors`, `runs.pages.run_selectors`), so
+Built from the same selectors as the pages (each tab's module in `runs.pages`), so
 `manage.py report RUN --json`, `GET /api/runs/<run>/report` and the pages cannot disagree.
 The shape is documented in the README ("Run report").
 """
@@ -9,11 +9,32 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from runs.pages import run_selectors
+from django.contrib.auth.decorators import login_not_required
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET
+
+from runs.ingest.api import readable_run
 from runs.models import Run
-from runs.pages import selectors as sel
+from runs.pages import run_selectors
+from runs.pages.agents import agent_forest, agent_surface_counts
+from runs.pages.arms import arms_comparison
+from runs.pages.common import error_types_flat, run_agents, run_holdings
+from runs.pages.divergences import run_divergences
+from runs.pages.overview import run_clocks
+from runs.pages.refusals import run_refusals
+from runs.pages.stores import store_index
 
 REPORT_VERSION = 1
+
+
+@login_not_required
+@require_GET
+def api_report(request, run):
+    """GET /api/runs/<run>/report: the run report for a logged-in user or a token."""
+    found, refused = readable_run(request, run)
+    if refused:
+        return refused
+    return JsonResponse(build_report(found), json_dumps_params={"ensure_ascii": False})
 
 
 def _iso(value):
@@ -26,7 +47,7 @@ def _holding(h) -> dict:
 
 
 def _surface(agent) -> dict:
-    surface = sel.agent_surface_counts(agent)
+    surface = agent_surface_counts(agent)
     return {
         "reported": surface["reported"],
         "tools": [{"name": t["name"], "calls": t["calls"]} for t in surface["tools"]],
@@ -38,12 +59,12 @@ def _surface(agent) -> dict:
 
 
 def build_report(run: Run) -> dict:
-    agents = sel.run_agents(run)
-    holdings = sel.run_holdings(run)
-    forest = sel.agent_forest(agents)
-    refusals = sel.run_refusals(run, agents)
+    agents = run_agents(run)
+    holdings = run_holdings(run)
+    forest = agent_forest(agents)
+    refusals = run_refusals(run, agents)
     header = run_selectors.run_header(run)
-    clocks = run_selectors.run_clocks(run, duration=header["duration"])
+    clocks = run_clocks(run, duration=header["duration"])
 
     agent_ids = {a.pk: a.agent_id for a in agents}
     held = defaultdict(list)
@@ -72,7 +93,7 @@ def build_report(run: Run) -> dict:
             "calls": a.call_count,
             "errorTurns": a.error_turn_count,
             "errorTurnsByKind": a.error_turns,
-            "errorTurnsByType": sel.error_types_flat(a.error_types),
+            "errorTurnsByType": error_types_flat(a.error_types),
             "suspendedSeconds": a.suspended.total_seconds(),
             "blockedSince": _iso(a.blocked_since),
             "contextBands": a.context_bands,
@@ -88,9 +109,9 @@ def build_report(run: Run) -> dict:
                                    for t in (mine["turns"] if mine else ()) if t["suppressed"]],
         }
 
-    stores = sel.store_index(run, agents, holdings)
-    divergences = sel.run_divergences(run, agents, holdings)
-    arms = sel.arms_comparison(agents)
+    stores = store_index(run, agents, holdings)
+    divergences = run_divergences(run, agents, holdings)
+    arms = arms_comparison(agents)
     usage = header["usage"]
     return {
         "version": REPORT_VERSION,
@@ -110,7 +131,7 @@ def build_report(run: Run) -> dict:
                        "divergences": len(divergences), "refused": refusals["refused"],
                        "refusalsSuppressed": refusals["suppressed"]},
             "errorTurnsByKind": run.error_turns,
-            "errorTurnsByType": sel.error_types_flat(run.error_types),
+            "errorTurnsByType": error_types_flat(run.error_types),
             "apiFailures": run.api_failures,
             "toolFailures": run.tool_failures,
             "usage": {"source": usage["source"], "tokens": usage["tokens"], "cost": usage["cost"],

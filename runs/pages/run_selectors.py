@@ -1,23 +1,19 @@
-"""Reads (the HackSoft split: views call these; writes live in `runs.ingest.services`).
+"""Run-level reads (the HackSoft split: views call these; writes live in `runs.ingest.services`):
+a run by pk or name, its usage, duration and header, and its stored lines out. Each tab's own reads
+sit beside its view (`runs/pages/<tab>.py`).
 
-Each function here runs a bounded number of queries whatever the number of events: the run list and
-the run header read only the rolled-up columns the fold keeps on `Run`.
-
-Other areas add their own selectors below the run-level ones.
+Each function here runs a bounded number of queries whatever the number of events: the run header
+reads only the rolled-up columns the fold keeps on `Run`.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from django.core.paginator import Paginator
-from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from runs.models import Agent, Event, RejectedLine, Run
-from runs.ingest.projections import COST_CLASSES, TOKEN_CLASSES, as_list, parse_timestamp, total_tokens
-
-RUNS_PER_PAGE = 50
+from runs.models import Event, Run
+from runs.ingest.projections import COST_CLASSES, TOKEN_CLASSES, parse_timestamp, total_tokens
 
 
 # ---------------------------------------------------------------------------------------------
@@ -32,12 +28,6 @@ def run_resolve(ref) -> Run | None:
         if run is not None:
             return run
     return Run.objects.filter(name=ref).first()
-
-
-def run_list_page(page_number=None, *, per_page: int = RUNS_PER_PAGE):
-    """Newest first (by when the console received the run), paginated; one query per page."""
-    runs = Run.objects.order_by("-created_at", "-id")
-    return Paginator(runs, per_page).get_page(page_number)
 
 
 def run_usage(run: Run) -> dict:
@@ -118,48 +108,6 @@ def run_header(run: Run) -> dict:
         "tool_failure_count": sum(run.tool_failures.values()) if run.tool_failures else 0,
         "api_failure_count": sum(run.api_failures.values()) if run.api_failures else 0,
     }
-
-
-def run_clocks(run: Run, *, duration=None) -> dict:
-    """The overview's clocks (one query): runtime (against the declared ``maxRuntimeSecs``),
-    waiting — the agents' closed blocked suspensions summed — and how many agents stand in each
-    status now. ``{"runtime", "max_runtime", "waiting", "blocked_now", "by_status": [(status, n)]}``"""
-    rows = Agent.objects.filter(run=run).values("status").annotate(
-        n=Count("id"), waiting=Sum("suspended"), blocked=Count("id", filter=Q(blocked_since__isnull=False)))
-    waiting, blocked_now, by_status = timedelta(0), 0, []
-    for row in rows.order_by("status"):
-        by_status.append((row["status"], row["n"]))
-        waiting += row["waiting"] or timedelta(0)
-        blocked_now += row["blocked"]
-    limits = run.capability_set.get("limits") if isinstance(run.capability_set, dict) else None
-    max_runtime = limits.get("maxRuntimeSecs") if isinstance(limits, dict) else None
-    if not isinstance(max_runtime, (int, float)) or isinstance(max_runtime, bool):
-        max_runtime = None
-    return {"runtime": duration, "max_runtime": timedelta(seconds=max_runtime) if max_runtime else None,
-            "waiting": waiting, "blocked_now": blocked_now, "by_status": by_status}
-
-
-def run_profiles(run: Run) -> list[dict]:
-    """The profiles the run declared (session_started.capabilitySet.agents), for display."""
-    cs = run.capability_set if isinstance(run.capability_set, dict) else {}
-    out = []
-    for agent in as_list(cs.get("agents")):
-        if not isinstance(agent, dict):
-            continue
-        caps = [c.get("id") for c in as_list(agent.get("capabilities")) if isinstance(c, dict) and c.get("enabled")]
-        out.append(
-            {
-                "slug": agent.get("slug") or agent.get("id") or "",
-                "name": agent.get("name") or "",
-                "model": agent.get("modelId") or agent.get("modelSlot") or "",
-                "capabilities": [c for c in caps if isinstance(c, str)],
-            }
-        )
-    return out
-
-
-def run_rejected_lines(run: Run, *, limit: int = 100):
-    return list(RejectedLine.objects.filter(run=run).order_by("line_number", "id")[:limit])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ import json
 from django import template
 from django.urls import NoReverseMatch, reverse
 
-from runs.pages.selectors import divergence_count as _divergence_count
-from runs.pages.selectors import error_tally
+from runs.pages.divergences import divergence_count as _divergence_count
+from runs.pages.common import error_tally
 from runs.ingest.projections import as_list
 
 register = template.Library()

@@ -126,9 +126,9 @@ def test_upload_form_lists_a_bounded_number_of_rejections_and_counts_them_all(vi
 
 
 def test_run_page_says_when_it_lists_only_the_first_rejected_lines(viewer_client, monkeypatch):
-    from runs.pages import run_selectors as selectors
+    from runs.pages import overview
 
     run, _ = import_stream(STREAMS / "malformed_tail.ndjson")
-    monkeypatch.setattr(selectors.run_rejected_lines, "__kwdefaults__", {"limit": 2})
+    monkeypatch.setattr(overview.run_rejected_lines, "__kwdefaults__", {"limit": 2})
     html = viewer_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
     assert "the first 2 of 5" in html

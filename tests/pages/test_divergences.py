@@ -4,7 +4,8 @@ import pytest
 
 from runs.ingest import writer as ingest
 from runs.models import Run
-from runs.pages.selectors import divergence_count, run_agents, run_divergences, run_holdings
+from runs.pages.common import run_agents, run_holdings
+from runs.pages.divergences import divergence_count, run_divergences
 
 pytestmark = pytest.mark.django_db
 

@@ -156,11 +156,11 @@ def test_an_unreported_surface_in_the_report_is_not_an_empty_one(viewer_client):
 
 
 def test_a_refusal_roster_past_its_window_says_so_on_the_page_and_in_the_report(viewer_client, run, monkeypatch):
-    from runs.pages import selectors
+    from runs.pages import refusals
 
     doc = api(viewer_client, run.pk).json()
-    assert (doc["refusalsTruncated"], doc["refusalsWindow"]) == (False, selectors.REFUSALS_READ)
-    monkeypatch.setattr(selectors, "REFUSALS_READ", 2)  # the fixture has 4 failed api_results
+    assert (doc["refusalsTruncated"], doc["refusalsWindow"]) == (False, refusals.REFUSALS_READ)
+    monkeypatch.setattr(refusals, "REFUSALS_READ", 2)  # the fixture has 4 failed api_results
     doc = api(viewer_client, run.pk).json()
     assert (doc["refusalsTruncated"], doc["refusalsWindow"]) == (True, 2)
     page = viewer_client.get(reverse("runs:refusals", args=[run.pk])).content.decode()

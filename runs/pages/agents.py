@@ -1,0 +1,217 @@
+"""The Agents tab (templates/runs/agents.html) and one agent's page (templates/runs/agent.html):
+the forest of incarnations, and an agent's surface joined to its counts, its roster, its latest
+programs and its per-turn context chart. Tests: tests/pages/test_pages.py.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.http import Http404
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from runs.ingest.projections import as_list, breakdown_bands
+from runs.models import Agent, Event, Holding, Run
+from runs.pages.common import (call_spelling, call_surface, failed_calls, function_spelling, get_run, record,
+                               run_agents, run_context)
+from surfaces.arms import ARMS, spell
+from surfaces.catalogue import ENDINGS, MODULES, MODULES_BY_ID, OPERATIONS, TOOLS
+
+# Bounded windows over the log (a page never reads more than this many rows of one kind).
+PROGRAMS_SHOWN = 50
+CONTEXT_TURNS_SHOWN = 120
+CONTEXT_BANDS = ("system", "user_prompt", "assistant", "tool_output", "compiler_error", "runtime_error",
+                 "file_view", "text_view", "docs_view", "search_results", "skill", "memory", "task_list",
+                 "history")
+# The band a holder's store occupies in its context (spec/stream.md §7.4); history is the whole window.
+ENDING_TOOLS = frozenset(t for e in ENDINGS.values() for t in e.tools)
+
+
+@require_GET
+def agents_page(request, pk):
+    run = get_run(pk)
+    agents = run_agents(run)
+    rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent)}
+            for row in agent_forest(agents)]
+    return render(request, "runs/agents.html", run_context(run, "agents", rows=rows))
+
+
+@require_GET
+def agent_page(request, pk, agent_id):
+    run = get_run(pk)
+    agent = run.agents.filter(agent_id=agent_id).select_related("parent", "predecessor").first()
+    if agent is None:
+        raise Http404(f"Run {run.name!r} has no agent {agent_id!r}.")
+    surface = agent_surface_counts(agent)
+    programs, more_programs = agent_programs(run, agent)
+    return render(request, "runs/agent.html", run_context(
+        run, "agents", agent=agent, surface=surface, call_surface=call_surface(agent),
+        not_offered=reference_not_offered(agent, surface), holdings=agent_holdings(agent),
+        programs=programs, more_programs=more_programs, context=agent_context_bands(run, agent),
+    ))
+
+
+# ---------------------------------------------------------------------------------------------
+# Agents: the forest
+
+
+@dataclass
+class ForestRow:
+    agent: Agent
+    level: int
+    tag: str = ""  # "", "exec", "fsm", "fork", or another transition word as reported
+    predecessor_id: str = ""
+
+
+def agent_forest(agents: list[Agent]) -> list[ForestRow]:
+    """The incarnations in forest order: root first, then other top-level agents (board
+    dispatches) in order of arrival; under each, its subagents and forks (tagged `fork`) one level
+    down, and after each, its exec / fsm successors chained at its own level."""
+    by_pk = {a.pk: a for a in agents}
+    by_id = {a.agent_id: a for a in agents}
+    root = by_id.get("root")
+    children, successors, tops = defaultdict(list), defaultdict(list), []
+    for a in agents:
+        pred = by_pk.get(a.predecessor_id)
+        parent = by_pk.get(a.parent_id)
+        if parent is None and a.parent_agent_id and a is not root:
+            parent = root  # an unknown parent falls back under root (spec/stream.md §7.1)
+        if pred is not None and a.transition_kind != "fork":
+            successors[pred.pk].append(a)
+        elif pred is not None:
+            children[pred.pk].append(a)
+        elif parent is not None and parent is not a:
+            children[parent.pk].append(a)
+        else:
+            tops.append(a)
+    tops.sort(key=lambda a: (a is not root, a.first_seq, a.pk))
+    rows, seen = [], set()
+
+    def visit(a, level, tag, pred):
+        if a.pk in seen:
+            return
+        seen.add(a.pk)
+        rows.append(ForestRow(a, level, tag, pred.agent_id if pred else ""))
+        for child in children[a.pk]:
+            visit(child, level + 1, "fork" if child.transition_kind == "fork" else "", a if child.transition_kind == "fork" else None)
+        for succ in successors[a.pk]:
+            visit(succ, level, succ.transition_kind or "successor", a)
+
+    for a in tops:
+        visit(a, 0, "", None)
+    for a in agents:  # a cycle of links would leave agents unplaced: show them rather than lose them
+        visit(a, 0, a.transition_kind, None)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# One agent's surface, joined to its counts at the operation
+
+
+def agent_surface_counts(agent: Agent) -> dict:
+    """The offered surface with a figure on every entry (design.md "Surfaces").
+
+    tools: [{name, calls, ending}] in offered order, ending calls included; apis: one entry per
+    reported module, each function with {name, operation, spelling, calls} — two functions over one
+    operation carry the same figure, and 0 is a measurement. `unoffered_calls` lists what the agent
+    called that its surface does not offer (typically refused calls). An agent that reported no
+    surface was not offered "nothing": its calls are `unjoined_calls` (no surface to join them to).
+    """
+    language = agent.program_language
+    tools = [{"name": str(name), "calls": agent.tool_calls.get(str(name), 0), "ending": str(name) in ENDING_TOOLS}
+             for name in agent.tools]
+    apis, offered_ops = [], set()
+    for api in agent.apis:
+        if not isinstance(api, dict):
+            continue
+        module = str(api.get("module") or "")
+        functions = []
+        for fn in as_list(api.get("functions")):
+            if not isinstance(fn, dict):
+                continue
+            op = str(fn.get("operation") or "")
+            offered_ops.add(op)
+            functions.append({"name": str(fn.get("name") or ""), "operation": op,
+                              "spelling": function_spelling(api, fn, language), "calls": agent.api_calls.get(op, 0)})
+        catalogue_module = MODULES_BY_ID.get(module)
+        apis.append({"module": module, "path": str(api.get("path") or ""),
+                     "brief": str(api.get("description") or (catalogue_module.brief if catalogue_module else "")),
+                     "functions": functions})
+    offered_tools = {t["name"] for t in tools}
+    outside = (
+        [{"name": call_spelling(agent, op), "operation": op, "calls": n}
+         for op, n in sorted(agent.api_calls.items()) if op not in offered_ops]
+        + [{"name": name, "operation": "", "calls": n}
+           for name, n in sorted(agent.tool_calls.items()) if name not in offered_tools]
+    )
+    reported = agent.surface_reported
+    return {"reported": reported, "mode": agent.execution_mode, "language": language,
+            "doc_view_types": agent.doc_view_types, "tools": tools, "apis": apis,
+            "withheld": [str(t) for t in agent.withheld],
+            "unoffered_calls": outside if reported else [], "unjoined_calls": [] if reported else outside}
+
+
+def reference_not_offered(agent: Agent, surface: dict) -> dict:
+    """The catalogue entries this agent was not offered (the interesting case, console.md §1.5):
+    for a code agent the operations, spelled in its arm and grouped by module; for a tool-calling
+    agent the tools. Nothing for an agent that reported no surface (absent is not empty)."""
+    if not surface["reported"]:
+        return {"operations": [], "tools": [], "count": 0}
+    # Operations for a code agent, unless its (older) surface offered tool names instead of apis.
+    if surface["apis"] or (call_surface(agent) == "api" and not surface["tools"]):
+        offered = {fn["operation"] for api in surface["apis"] for fn in api["functions"]}
+        language = agent.program_language if agent.program_language in ARMS else ""
+        by_module = []
+        for module in MODULES:
+            missing = [{"operation": op.id, "spelling": spell(language, op.id) if language else op.id}
+                       for op in OPERATIONS if op.module == module.id and not op.retired and op.id not in offered]
+            if missing:
+                by_module.append({"module": module.id, "operations": missing})
+        return {"operations": by_module, "tools": [], "count": sum(len(m["operations"]) for m in by_module)}
+    offered = {t["name"] for t in surface["tools"]}
+    tools = [{"name": t.name, "capability": t.capability, "condition": t.condition}
+             for t in TOOLS if t.name not in offered]
+    return {"operations": [], "tools": tools, "count": len(tools)}
+
+
+def agent_holdings(agent: Agent) -> list[Holding]:
+    return list(agent.holdings.select_related("store").order_by("position"))
+
+
+def agent_programs(run: Run, agent: Agent) -> tuple[list[dict], bool]:
+    """The agent's latest programs (code_execution), newest last, and whether older ones exist."""
+    rows = list(Event.objects.filter(run=run, type="code_execution", agent_id=agent.agent_id)
+                .order_by("-seq").values_list("seq", "turn", "raw")[:PROGRAMS_SHOWN + 1])
+    more = len(rows) > PROGRAMS_SHOWN
+    programs = []
+    for seq, turn, raw in reversed(rows[:PROGRAMS_SHOWN]):
+        rec = record(raw)
+        logs = rec.get("logs") if isinstance(rec.get("logs"), list) else []
+        programs.append({"seq": seq, "turn": turn, "ok": rec.get("ok"), "error": rec.get("error") or "",
+                         "finished": rec.get("finished") or "", "logs": [str(line) for line in logs],
+                         "logs_suppressed": rec.get("logsSuppressed") or 0,
+                         "api_calls": rec.get("apiCalls") or 0, "tool_calls": rec.get("toolCalls") or 0})
+    return programs, more
+
+
+def agent_context_bands(run: Run, agent: Agent) -> dict:
+    """The agent's context bands per turn (its latest CONTEXT_TURNS_SHOWN context_breakdowns),
+    for the stacked chart: {turns: [{turn, total, window, bands: [(source, tokens)]}], bands, peak}."""
+    rows = list(Event.objects.filter(run=run, type="context_breakdown", agent_id=agent.agent_id)
+                .order_by("-seq").values_list("turn", "raw")[:CONTEXT_TURNS_SHOWN + 1])
+    more = len(rows) > CONTEXT_TURNS_SHOWN
+    turns, seen_bands = [], set()
+    for turn, raw in reversed(rows[:CONTEXT_TURNS_SHOWN]):
+        rec = record(raw)
+        bands = breakdown_bands(rec)
+        seen_bands.update(k for k, v in bands.items() if v)
+        total = rec.get("totalTokens") if isinstance(rec.get("totalTokens"), (int, float)) else sum(bands.values())
+        window = rec.get("windowLimit") if isinstance(rec.get("windowLimit"), (int, float)) else None
+        turns.append({"turn": turn, "total": total, "window": window, "bands": bands})
+    order = [b for b in CONTEXT_BANDS if b in seen_bands] + sorted(seen_bands - set(CONTEXT_BANDS))
+    peak = max([t["total"] for t in turns] + [1])
+    for t in turns:
+        t["bands"] = [(b, t["bands"].get(b, 0)) for b in order if t["bands"].get(b, 0)]
+    return {"turns": turns, "bands": order, "peak": peak, "more": more}

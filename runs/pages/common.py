@@ -1,0 +1,86 @@
+"""What every run page shares: the frame (`run_context`: header and tab bar), the run by pk, the
+gg record of a stored line, the run's agents and roster rows, and how an agent's calls are read and
+spelled. Each tab's own reads sit beside its view (`runs/pages/<tab>.py`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from django.shortcuts import get_object_or_404
+
+from runs.ingest.projections import classify, loads_record
+from runs.models import Agent, Holding, Run
+from runs.pages import run_selectors
+from surfaces.arms import member_separator, spelling_for
+
+
+def run_context(run: Run, tab: str, **extra) -> dict:
+    """The context every page extending runs/run_base.html needs (the header and the tab bar)."""
+    return {"run": run, "tab": tab, "header": run_selectors.run_header(run), **extra}
+
+
+def get_run(pk) -> Run:
+    return get_object_or_404(Run, pk=pk)
+
+
+def record(event_raw: str) -> dict:
+    """The gg record of a stored line (unwrapping the host's `{"type":"gg","event":…}`); {} if none."""
+    try:
+        rec = classify(loads_record(event_raw))[1]
+    except (ValueError, TypeError, AttributeError):
+        return {}
+    return rec if isinstance(rec, dict) else {}
+
+
+def run_agents(run: Run) -> list[Agent]:
+    return list(run.agents.all())
+
+
+def run_holdings(run: Run) -> list[Holding]:
+    """Every roster row of the run, with its agent (one query)."""
+    return list(Holding.objects.filter(agent__run=run).select_related("agent").order_by("agent__first_seq", "position"))
+
+
+def call_surface(agent: Agent) -> str:
+    """Which record an agent's calls are read from: "api" for a code agent, "tool" for a
+    tool-calling one, else whichever has evidence (console.md §1.4, callRecordSurface)."""
+    if agent.execution_mode == "responses_as_code":
+        return "api"
+    if agent.execution_mode == "tool_calling":
+        return "tool"
+    if agent.api_calls:
+        return "api"
+    return "tool" if agent.tool_calls else ""
+
+
+def failed_calls(agent: Agent) -> int:
+    """Failed calls on the agent's own surface (tools and APIs are never summed)."""
+    surface = call_surface(agent)
+    return sum((agent.api_failures if surface == "api" else agent.tool_failures).values())
+
+
+def function_spelling(api: dict, function: dict, language: str) -> str:
+    """A bound function as the agent's arm writes it: the module's path joined onto its name."""
+    return f"{api.get('path') or api.get('module') or ''}{member_separator(language)}{function.get('name') or ''}"
+
+
+def call_spelling(agent: Agent, operation: str) -> str:
+    return spelling_for(agent.apis, agent.program_language, operation)
+
+
+def error_tally(error_turns: dict, error_types: dict) -> list[dict]:
+    """Error turns by kind, most first, each with its types beneath (gg's errorType, most first):
+    [{kind, turns, types: [(type, n)]}]. Works for a run and for an agent alike."""
+    def most_first(counts):
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [{"kind": kind, "turns": n, "types": most_first(error_types.get(kind) or {})}
+            for kind, n in most_first(error_turns or {})]
+
+
+def error_types_flat(error_types: dict) -> dict:
+    """{errorType: n} across kinds: gg's own ``byType`` shape (session_summary.errors)."""
+    out = Counter()
+    for types in (error_types or {}).values():
+        out.update(types)
+    return dict(sorted(out.items()))

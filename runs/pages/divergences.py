@@ -1,0 +1,122 @@
+"""The Divergences tab (templates/runs/divergences.html): declared vs observed module scopes
+(spec/stream.md §7.4), and the count on the tab badge. Tests: tests/pages/test_divergences.py.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from runs.ingest.projections import as_list
+from runs.models import Agent, Holding, Run
+from runs.pages.common import get_run, run_agents, run_context, run_holdings
+from surfaces.catalogue import CAPABILITIES
+
+DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
+
+
+@require_GET
+def divergences_page(request, pk):
+    run = get_run(pk)
+    holdings = run_holdings(run)
+    divergences = run_divergences(run, run_agents(run), holdings)
+    return render(request, "runs/divergences.html", run_context(
+        run, "divergences", divergences=divergences, has_rosters=bool(holdings)))
+
+
+def _profile(capability_set, profile_id: str):
+    if not isinstance(capability_set, dict):
+        return None
+    for p in as_list(capability_set.get("agents")):
+        if isinstance(p, dict) and profile_id and profile_id in (p.get("slug"), p.get("name")):
+            return p
+    return None
+
+
+def declared_memories_scope(capability_set, agent: Agent, holding: Holding) -> str:
+    """The memories scope the agent's profile declared (gg's default `isolated`), or the rule the
+    holder itself reports when the captured configuration does not describe the profile; "" when
+    the profile it describes does not declare memories, or switches them off."""
+    profile = _profile(capability_set, agent.profile_id)
+    if profile is not None:
+        for cap in as_list(profile.get("capabilities")):
+            if isinstance(cap, dict) and cap.get("id") == "memories":
+                if cap.get("enabled") is False:
+                    return ""
+                params = cap.get("params") if isinstance(cap.get("params"), dict) else {}
+                return str(params.get("scope") or DEFAULT_MEMORIES_SCOPE)
+        return ""  # the captured profile does not declare memories: nothing to diverge from
+    return holding.scope
+
+
+def divergence_count(run: Run) -> int:
+    """For the tab badge; remembered on the run object so a page asks once."""
+    if not hasattr(run, "_divergence_count"):
+        run._divergence_count = len(run_divergences(run, run_agents(run), run_holdings(run)))
+    return run._divergence_count
+
+
+def run_divergences(run: Run, agents: list[Agent], holdings: list[Holding]) -> list[dict]:
+    """Each divergence as {kind, agentId, moduleKind, declared, observed, cause}.
+
+    Only runs that reported rosters can diverge; a run without agent_modules shows none, whatever
+    its transitions say.
+    """
+    out = []
+    if not holdings:
+        run._divergence_count = 0
+        return out
+    memories = [h for h in holdings if h.kind == "memories" and h.enabled and h.module_id]
+    declared = {h.pk: declared_memories_scope(run.capability_set, h.agent, h) for h in memories}
+
+    # scope inherited (or read-only) resolved to a store of its own.
+    for h in memories:
+        if declared[h.pk] in ("inherited", "read-only") and h.origin == "created":
+            out.append({"kind": "inherited_fell_back", "agentId": h.agent.agent_id, "moduleKind": "memories",
+                        "declared": f"scope: {declared[h.pk]}", "observed": f"origin: created ({h.module_id})",
+                        "cause": "Inheritance found no store to inherit (no spawner, or the spawner's memories are "
+                                 "organized differently), so the agent fell back to a store of its own."})
+
+    # declared shared, split over several stores: per profile.
+    shared_stores = defaultdict(dict)  # profile -> {module_id: first holder}
+    for h in memories:
+        if declared[h.pk] == "shared":
+            shared_stores[h.agent.profile_id].setdefault(h.module_id, h)
+    for profile, stores in shared_stores.items():
+        if len(stores) > 1:
+            first, *rest = stores.values()
+            for h in rest:
+                out.append({"kind": "shared_split", "agentId": h.agent.agent_id, "moduleKind": "memories",
+                            "declared": "scope: shared", "observed": f"{len(stores)} stores ({', '.join(stores)})",
+                            "cause": f"Profile {profile or '(unnamed)'} declared one shared store, but "
+                                     f"{h.agent.agent_id} bound {h.module_id} while {first.agent.agent_id} "
+                                     f"held {first.module_id}."})
+
+    # declared isolated, reaching several concurrent holders.
+    by_store = defaultdict(list)
+    for h in memories:
+        if h.origin != "transferred":
+            by_store[h.module_id].append(h)
+    for module_id, holders in by_store.items():
+        if len(holders) > 1 and any(declared[h.pk] == "isolated" for h in holders):
+            names = ", ".join(h.agent.agent_id for h in holders)
+            out.append({"kind": "isolated_reached_several", "agentId": holders[1].agent.agent_id,
+                        "moduleKind": "memories", "declared": "scope: isolated",
+                        "observed": f"{module_id} held by {len(holders)} concurrent holders ({names})",
+                        "cause": f"An isolated store reached more than one instance at once: "
+                                 f"{holders[1].agent.agent_id} came by it as {holders[1].origin or 'unreported'} "
+                                 f"rather than holding a store of its own."})
+
+    # a carried transition row with two different store ids: a store swapped under a successor.
+    for succ in agents:
+        for m in succ.transition_modules or ():
+            if (isinstance(m, dict) and m.get("disposition") == "carried" and m.get("fromModuleId")
+                    and m.get("toModuleId") and m["fromModuleId"] != m["toModuleId"]):
+                out.append({"kind": "carried_swapped", "agentId": succ.agent_id, "moduleKind": str(m.get("kind") or ""),
+                            "declared": f"carried {m['fromModuleId']}", "observed": f"holds {m['toModuleId']}",
+                            "cause": f"The {succ.transition_kind or 'succession'} reported the store as carried, "
+                                     f"yet the successor was handed a different store."})
+    run._divergence_count = len(out)
+    return out

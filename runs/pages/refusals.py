@@ -1,0 +1,109 @@
+"""The Refusals tab (templates/runs/refusals.html): calls refused before they ran, per agent and
+turn (design.md "Refusal roster"). Tests: tests/pages/test_pages.py, tests/pages/test_report.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from runs.ingest.projections import as_list
+from runs.models import Agent, Event, Run
+from runs.pages.common import call_spelling, function_spelling, get_run, record, run_agents, run_context
+from surfaces.arms import ARMS, spell
+from surfaces.catalogue import OPERATIONS
+
+# A bounded window over the log: the roster reads at most this many failed calls and refusal lines.
+REFUSALS_READ = 5000
+REFUSED_LINE = re.compile(r"the program's `(?P<name>[^`]+)` call was refused before it ran:\s*(?P<message>.*)", re.S)
+SUPPRESSED_LINE = re.compile(r"(?P<n>\d+) further refused call\(s\) were not recorded")
+
+
+@require_GET
+def refusals_page(request, pk):
+    run = get_run(pk)
+    return render(request, "runs/refusals.html", run_context(
+        run, "refusals", refusals=run_refusals(run, run_agents(run))))
+
+
+def _names_to_operations(agent: Agent) -> dict[str, str]:
+    """Every way this agent could have written an operation -> the operation (for gg's log lines)."""
+    names = {op.id: op.id for op in OPERATIONS}
+    if agent.program_language in ARMS:
+        names.update({spell(agent.program_language, op.id): op.id for op in OPERATIONS})
+    for api in agent.apis:
+        if isinstance(api, dict):
+            for fn in as_list(api.get("functions")):
+                if isinstance(fn, dict) and fn.get("operation") and isinstance(fn["operation"], str):
+                    names.setdefault(function_spelling(api, fn, agent.program_language), fn["operation"])
+                    names.setdefault(str(fn.get("name")), fn["operation"])
+    return names
+
+
+def run_refusals(run: Run, agents: list[Agent]) -> dict:
+    """Per agent, per turn, each call refused before it ran, with the counts gg's cap suppressed.
+
+    A refusal is a failed api_result gg's "refused before it ran" line names (any class), or one
+    that failed `unavailable`; the line gives the message, the result the class. A line with no
+    result beside it (older streams) still counts. Totals per operation across the run.
+    """
+    failed = list(Event.objects.filter(run=run, type="api_result", ok=False).order_by("seq")
+                  .values_list("seq", "agent_id", "turn", "operation", "failure")[:REFUSALS_READ])
+    lines = list(Event.objects.filter(run=run, type="log", raw__contains="refused").order_by("seq")
+                 .values_list("seq", "agent_id", "turn", "raw")[:REFUSALS_READ])
+    truncated = len(failed) == REFUSALS_READ or len(lines) == REFUSALS_READ
+    by_id = {a.agent_id: a for a in agents}
+    results = defaultdict(list)  # (agent, turn) -> [[seq, operation, failure, matched]]
+    for seq, agent_id, turn, operation, failure in failed:
+        results[(agent_id, turn)].append([seq, operation, failure, False])
+    entries = defaultdict(list)  # agent -> [entry]
+    suppressed = defaultdict(Counter)  # agent -> {turn: n}
+    names = {}
+    for seq, agent_id, turn, raw in lines:
+        message = record(raw).get("message")
+        if not isinstance(message, str):
+            continue
+        if m := SUPPRESSED_LINE.search(message):
+            suppressed[agent_id][turn] += int(m["n"])
+            continue
+        m = REFUSED_LINE.search(message)
+        if not m:
+            continue
+        agent = by_id.get(agent_id)
+        if agent is not None and agent_id not in names:
+            names[agent_id] = _names_to_operations(agent)
+        operation = names.get(agent_id, {}).get(m["name"], "")
+        match = next((r for r in results[(agent_id, turn)] if not r[3] and operation and r[1] == operation), None)
+        if match:
+            match[3] = True
+        entries[agent_id].append({"seq": match[0] if match else seq, "turn": turn, "operation": operation,
+                                  "written": m["name"], "failure": match[2] if match else "",
+                                  "message": m["message"].strip()})
+    for (agent_id, turn), rows in results.items():
+        for seq, operation, failure, matched in rows:
+            if not matched and failure == "unavailable":
+                entries[agent_id].append({"seq": seq, "turn": turn, "operation": operation, "written": "",
+                                          "failure": failure, "message": ""})
+    roster, totals = [], Counter()
+    for agent in agents:
+        mine = sorted(entries.get(agent.agent_id, ()), key=lambda e: e["seq"])
+        capped = suppressed.get(agent.agent_id, Counter())
+        if not mine and not capped:
+            continue
+        turns = defaultdict(lambda: {"entries": [], "suppressed": 0})
+        for e in mine:
+            spelled = call_spelling(agent, e["operation"]) if e["operation"] else ""
+            # The surface has no spelling for an operation it does not offer: gg's line quotes the
+            # program's own, which is a fact rather than a guess.
+            e["spelling"] = e["written"] if e["written"] and (not spelled or spelled == e["operation"]) else spelled
+            turns[e["turn"]]["entries"].append(e)
+            totals[e["operation"] or e["spelling"]] += 1
+        for turn, n in capped.items():
+            turns[turn]["suppressed"] += n
+        roster.append({"agent": agent, "turns": [{"turn": t, **turns[t]} for t in sorted(turns, key=lambda t: t or 0)],
+                       "refused": len(mine), "suppressed": sum(capped.values())})
+    return {"agents": roster, "totals": totals.most_common(), "refused": sum(totals.values()),
+            "suppressed": sum(r["suppressed"] for r in roster), "truncated": truncated, "window": REFUSALS_READ}
