@@ -5,8 +5,8 @@ stored". The consumer always reads the database after its own cursor, so a dropp
 doorbell never loses an event and no event is sent twice.
 
 Connections share the work: a window of rows (run, after, limit) is read and rendered once per
-process (`Windows`), whoever asks, because stored events never change and a row depends only on
-the log before it (`runs.feed.rows.FeedState`).
+process (`WindowCache`), whoever asks, because stored events never change and a row depends only on
+the log before it (`runs.feed.state.FeedState`).
 """
 
 import asyncio
@@ -18,7 +18,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from runs.feed.doorbell import MESSAGE_TYPE, group_name
-from runs.feed.rows import BATCH, read_window, run_state
+from runs.feed.windows import BATCH, read_window, run_state
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class _Read:
         self.task = None
 
 
-class Windows:
+class WindowCache:
     """Process-wide: each window of a run's rows read and rendered once, for every connection.
 
     The last read of each (run, after, limit) is kept (LRU). A full one (`limit` events) can never
@@ -48,7 +48,7 @@ class Windows:
 
     def __init__(self, size=64):
         self.size = size
-        self.done = OrderedDict()  # (run, after, limit) -> Window
+        self.done = OrderedDict()  # (run, after, limit) -> FeedWindow
         self.states = OrderedDict()  # (run, seq) -> FeedState after seq: where the next window starts
         self.reads = {}  # (run, after, limit) -> _Read not finished yet
 
@@ -98,7 +98,7 @@ class Windows:
             cache.popitem(last=False)
 
 
-WINDOWS = Windows()
+WINDOWS = WindowCache()
 
 
 class FeedConsumer(AsyncWebsocketConsumer):

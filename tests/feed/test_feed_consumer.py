@@ -11,7 +11,7 @@ from gg_console.asgi import application
 from runs.feed import consumer as consumers
 from runs.feed import doorbell
 from runs.feed.doorbell import group_name
-from runs.feed.rows import BATCH
+from runs.feed.windows import BATCH
 from tests.feed_helpers import ORIGIN, connect, cookie, cursor, logs, new_run, receive_seqs, seqs, store  # noqa: F401
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]

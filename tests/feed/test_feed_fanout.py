@@ -42,7 +42,7 @@ def event_reads(sqls):
 @pytest.fixture(autouse=True)
 def fresh_windows(monkeypatch):
     # Each test starts with nothing kept: what it counts is its own reads.
-    monkeypatch.setattr(consumers, "WINDOWS", consumers.Windows())
+    monkeypatch.setattr(consumers, "WINDOWS", consumers.WindowCache())
 
 
 async def test_connections_at_one_cursor_share_one_read_per_window(cookie, queries, monkeypatch):
@@ -109,7 +109,7 @@ async def test_a_backlog_window_is_read_once_for_every_connection_that_resumes_i
 
 async def test_a_short_window_kept_before_later_events_is_never_served_as_complete():
     run = await new_run(logs("a", "b", "c"))
-    windows = consumers.Windows()
+    windows = consumers.WindowCache()
     window, settled = await windows.get(run.pk, 0)  # a poll: whatever is stored now
     assert (window.cursor, window.full, settled) == (3, False, True)
     await store(run, logs("d", "e"))
@@ -122,7 +122,7 @@ async def test_a_short_window_kept_before_later_events_is_never_served_as_comple
 
 async def test_a_read_under_way_before_an_event_was_stored_does_not_settle_a_reader_that_needs_it(monkeypatch):
     run = await new_run(logs("a"))
-    windows = consumers.Windows()
+    windows = consumers.WindowCache()
     read, release = threading.Event(), threading.Event()
     real = consumers.read_window
 
@@ -150,7 +150,7 @@ async def test_a_read_under_way_before_an_event_was_stored_does_not_settle_a_rea
 async def test_the_shared_cache_keeps_a_bounded_number_of_windows_and_states():
     run = await new_run(logs(*(f"line {i}" for i in range(1, 41))))
     other = await new_run(logs("x"))
-    windows = consumers.Windows(size=4)
+    windows = consumers.WindowCache(size=4)
     for after in range(40):  # forty windows of one event each, and another run between them
         window, _ = await windows.get(run.pk, after, limit=1)
         assert seqs(window.html) == [after + 1]

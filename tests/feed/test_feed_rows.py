@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from runs.feed.rows import FeedRenderer
+from runs.feed.windows import FeedRenderer
 from runs.ingest.writer import append, append_lines
 from runs.models import Run
 

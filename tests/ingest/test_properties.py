@@ -18,7 +18,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from runs.ingest import services
-from runs.feed.rows import RENDERERS, Ev, FeedRenderer, FeedState, render_rows
+from runs.feed.html import render_rows
+from runs.feed.rows import RENDERERS
+from runs.feed.state import Ev, FeedState
+from runs.feed.windows import FeedRenderer
 from runs.models import Event, RejectedLine, Run
 from runs.ingest.projections import GG_TYPES
 from surfaces.arms import ARMS, member_separator, spell, spelling_for

@@ -1,0 +1,35 @@
+"""A window of feed rows as one socket message's HTML (every field escaped)."""
+
+from html import escape
+
+
+def _row_html(row):
+    # Every field is escaped (event payloads are untrusted); markup as runs/feed.html expects.
+    agent = escape(row.agent)
+    if row.href:
+        chip = f'\n  <a class="feed-agent tag" href="{escape(row.href)}">{agent}</a>'
+    else:
+        chip = "" if row.href is None else f'\n  <span class="feed-agent tag">{agent}</span>'
+    failure = f'\n  <span class="feed-failure">{escape(row.failure)}</span>' if row.failure else ""
+    if row.output:
+        more = (f'\n  <details class="feed-output"><summary class="muted">{escape(row.args)}</summary>'
+                f'<pre>{escape(row.output)}</pre></details>')
+    elif row.args:
+        more = f'\n  <div class="feed-args muted mono">{escape(row.args)}</div>'
+    else:
+        more = ""
+    return (
+        f'<div class="feed-row tone-{escape(row.tone)}" data-seq="{row.seq}" data-agent="{agent}" data-kind="{escape(row.kind)}">\n'
+        f'  <time class="feed-time" title="{escape(row.timestamp)}">{escape(row.time)}</time>\n'
+        f'  <span class="feed-label">{escape(row.label.upper())}</span>{chip}\n'
+        f'  <span class="feed-detail{" mono" if row.kind == "call" else ""}">{escape(row.detail)}</span>{failure}{more}\n'
+        "</div>"
+    )
+
+
+def render_rows(rows, cursor):
+    """One socket message: the rows appended to #feed-rows (out of band), then the cursor (the
+    last seq read). Built here rather than in a template: it is the feed's hot path, and each
+    window is rendered once for every connection."""
+    appended = f'<div hx-swap-oob="beforeend:#feed-rows">{"".join(map(_row_html, rows))}</div>\n' if rows else ""
+    return f'{appended}<span id="feed-cursor" hx-swap-oob="true" data-seq="{int(cursor)}"></span>'

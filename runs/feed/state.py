@@ -1,0 +1,129 @@
+"""What a feed row shows besides its own event: a fold of the log up to the event before it (open
+api_call brackets, each agent's reported surface, the profiles' names, whether the run has more
+than one agent yet), resumable from any seq (`FeedState.at`).
+"""
+
+from collections import namedtuple
+
+from django.db.models import Max
+from django.urls import NoReverseMatch, reverse
+
+from runs.feed.rows import compact, listed, record_of
+from runs.ingest.projections import as_text
+from runs.models import Agent, Event, Run
+from surfaces.arms import spelling_for
+
+
+# What opens and force-closes an agent's api_call bracket (console.md §1.4, steps 2-5).
+BRACKET_TYPES = ("api_call", "api_result", "turn_started", "code_execution", "turn_outcome",
+                 "session_ended", "agent_transition")
+
+# The Event columns a row reads, fetched as tuples (no model instances).
+Ev = namedtuple("Ev", "seq type agent_id timestamp raw tool_name ok failure")
+
+
+def _surface(rec):
+    """(apis, language) from an agent_surface record, as the projection stores them."""
+    apis = rec.get("apis")
+    return (apis if isinstance(apis, list) else [], as_text(rec.get("programLanguage"), 32))
+
+
+def _profiles(capability_set):
+    profiles = listed(capability_set.get("agents")) if isinstance(capability_set, dict) else []
+    named = {}
+    for p in profiles:
+        if isinstance(p, dict):
+            slug, name = (p.get(k) if isinstance(p.get(k), str) else "" for k in ("slug", "name"))
+            if slug or name:
+                named[slug or name] = name or slug
+    return named
+
+
+class FeedState:
+    """What rows show besides their own event, as of seq `seq` (everything up to it folded in)."""
+
+    def __init__(self, run_pk, seq=0, open_calls=(), surfaces=None, profiles=None, agents=(), multi_from=None):
+        self.run_pk = run_pk
+        self.seq = seq
+        self.open_calls = set(open_calls)  # agents inside an api_call bracket
+        self.surfaces = dict(surfaces or {})  # agent_id -> (apis, language), the latest reported
+        self.profiles = dict(profiles or {})  # profile slug -> display name (capabilitySet.agents)
+        self.agents = set(agents)  # the run's agents so far (its Agent rows), until a second one
+        # The seq from which the run has more than one agent: rows from there on name their agent.
+        self.multi_from = multi_from
+        self.spellings = {}  # (agent_id, operation) -> spelling, for the current surfaces
+        self.hrefs = {}  # agent_id -> its page
+
+    @classmethod
+    def at(cls, run_pk, seq):
+        """The state after seq `seq`, read from the database (resuming mid-run)."""
+        capability_set = Run.objects.filter(pk=run_pk).values_list("capability_set", flat=True).first()
+        if not seq:
+            return cls(run_pk, 0, profiles=_profiles(capability_set))
+        upto = Event.objects.filter(run_id=run_pk, seq__lte=seq).order_by()
+        # Each agent's last bracket event and last agent_surface at or before `seq`.
+        last_bracket = upto.filter(type__in=BRACKET_TYPES).values("agent_id").annotate(last=Max("seq")).values("last")
+        last_surface = upto.filter(type="agent_surface").values("agent_id").annotate(last=Max("seq")).values("last")
+        open_calls = Event.objects.filter(run_id=run_pk, seq__in=last_bracket, type="api_call").values_list("agent_id", flat=True)
+        surfaces = {
+            agent_id: _surface(record_of(raw))
+            for agent_id, raw in Event.objects.filter(run_id=run_pk, seq__in=last_surface).values_list("agent_id", "raw")
+        }
+        agents = list(Agent.objects.filter(run_id=run_pk, first_seq__lte=seq).order_by("first_seq", "id")
+                      .values_list("agent_id", "first_seq")[:2])
+        multi_from = agents[1][1] if len(agents) > 1 else None
+        return cls(run_pk, seq, open_calls, surfaces, _profiles(capability_set), [a for a, _ in agents], multi_from)
+
+    def copy(self):
+        twin = FeedState(self.run_pk, self.seq, self.open_calls, self.surfaces, self.profiles, self.agents,
+                         self.multi_from)
+        twin.spellings = dict(self.spellings)
+        twin.hrefs = dict(self.hrefs)
+        return twin
+
+    def before(self, ev, rec):
+        """Fold what a row reads from its own event (a surface reported now spells calls now)."""
+        if self.multi_from is None:
+            # Where the write path creates Agent rows (runs.ingest.projections): every gg record's agent,
+            # and an agent_transition's successor.
+            if not ev.type.startswith("host:"):
+                self.agents.add(ev.agent_id)
+            if ev.type == "agent_transition" and rec.get("toAgentId"):
+                self.agents.add(as_text(rec["toAgentId"]))
+            if len(self.agents) > 1:
+                self.multi_from = ev.seq
+        if ev.type == "agent_surface":
+            self.surfaces[ev.agent_id] = _surface(rec)
+            self.spellings = {k: v for k, v in self.spellings.items() if k[0] != ev.agent_id}
+        elif ev.type == "session_started" and isinstance(rec.get("capabilitySet"), dict):
+            self.profiles = _profiles(rec["capabilitySet"])
+
+    def after(self, ev):
+        if ev.type == "api_call":
+            self.open_calls.add(ev.agent_id)
+        elif ev.type in BRACKET_TYPES:
+            self.open_calls.discard(ev.agent_id)
+        self.seq = ev.seq
+
+    def spell(self, agent_id, operation):
+        key = (agent_id, operation)
+        if key not in self.spellings:
+            apis, language = self.surfaces.get(agent_id, ([], ""))
+            self.spellings[key] = spelling_for(apis, language, operation)
+        return self.spellings[key]
+
+    def profile(self, slug):
+        """A profile's display name, or the slug as written (any JSON value, shown compact)."""
+        return self.profiles.get(slug, slug) if isinstance(slug, str) else compact(slug)
+
+    def href(self, seq, agent_id):
+        """The agent chip's link, on rows of a run that has more than one agent by then (None
+        before; "" for an agent id no URL can carry, such as one with a line break)."""
+        if self.multi_from is None or seq < self.multi_from:
+            return None
+        if agent_id not in self.hrefs:
+            try:
+                self.hrefs[agent_id] = reverse("runs:agent", args=(self.run_pk, agent_id))
+            except NoReverseMatch:
+                self.hrefs[agent_id] = ""
+        return self.hrefs[agent_id]

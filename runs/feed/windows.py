@@ -1,0 +1,99 @@
+"""Windows of the feed: the rows after a seq, read from the database and rendered, carrying the
+`FeedState` from one window to the next (`runs.feed.consumer.WindowCache` keeps them per process).
+"""
+
+from dataclasses import dataclass
+
+from runs.feed.html import render_rows
+from runs.feed.rows import PANEL_KINDS, RENDERERS, Row, record_of, unknown_row
+from runs.feed.state import Ev, FeedState
+from runs.models import Event, Run
+
+BATCH = 200  # events read and sent per socket message
+
+
+class FeedRenderer:
+    """Renders stored events into rows, carrying a `FeedState` from one batch to the next."""
+
+    def __init__(self, run_pk, state=None):
+        self.run_pk = run_pk
+        self.state = state
+
+    @property
+    def open_calls(self):
+        return self.state.open_calls
+
+    def spell(self, agent_id, operation):
+        return self.state.spell(agent_id, operation)
+
+    def profile(self, slug):
+        return self.state.profile(slug)
+
+    def row(self, ev, kind, label, detail, tone, **extra):
+        agent = ev.agent_id or "root"
+        return Row(seq=ev.seq, agent=agent, kind=kind, label=label, detail=detail, tone=tone,
+                   timestamp=ev.timestamp, href=self.state.href(ev.seq, agent), **extra)
+
+    def result_row(self, ev, kind, detail, rec):
+        ok = rec.get("ok", ev.ok)
+        if ok is False:
+            failure = ev.failure  # the class, as the write path read it (kebab-case, §6)
+            return self.row(ev, kind, "result ✗", detail, "fail", failure=failure)
+        return self.row(ev, kind, "result", detail, "ok")
+
+    def rows(self, events):
+        out = []
+        for ev in events:
+            rec = record_of(ev.raw)
+            self.state.before(ev, rec)
+            if ev.type not in PANEL_KINDS and (ev.type in RENDERERS or not ev.type.startswith("host:")):
+                row = RENDERERS.get(ev.type, unknown_row)(self, ev, rec)
+                if row is not None:
+                    out.append(row)
+            self.state.after(ev)
+        return out
+
+    def next_batch(self, after, limit=BATCH):
+        """Rows for the next `limit` stored events after seq `after`, and the seq read up to
+        (== `after` when nothing new is stored)."""
+        events = [Ev._make(e) for e in Event.objects.filter(run_id=self.run_pk, seq__gt=after)
+                  .order_by("seq").values_list(*Ev._fields)[:limit]]
+        if not events:
+            return [], after
+        if self.state is None or self.state.seq != after:
+            self.state = FeedState.at(self.run_pk, after)
+        return self.rows(events), events[-1].seq
+
+    def render(self, rows, cursor):
+        return render_rows(rows, cursor)
+
+
+def run_state(run_pk):
+    """(exists, still live?) — the feed closes once an ended run's last event is sent."""
+    status = Run.objects.filter(pk=run_pk).values_list("status", flat=True).first()
+    if status is None:
+        return False, False
+    return True, status in (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+@dataclass
+class FeedWindow:
+    """One socket message's worth: the rows after seq `after`, rendered."""
+
+    html: str
+    cursor: int  # the last seq read (== after when nothing new was stored)
+    full: bool  # `limit` events were read: there may be more right after
+    live: bool  # the run's status, read before the events
+
+
+def read_window(run_pk, after, limit=BATCH, state=None):
+    """(FeedWindow, the state after it) — the run's status first, so an ended run's last window
+    holds every event stored before it ended."""
+    _, live = run_state(run_pk)
+    renderer = FeedRenderer(run_pk, state)
+    rows, cursor = renderer.next_batch(after, limit)
+    if cursor == after:
+        return FeedWindow("", after, False, live), state
+    # Seqs are contiguous: `limit` events span `limit` seqs (a gap could only make it look full,
+    # which costs one more read, never a missed event).
+    return FeedWindow(renderer.render(rows, cursor), cursor, cursor - after >= limit, live), renderer.state
