@@ -53,6 +53,8 @@ class Run(models.Model):
     launch_spec = models.JSONField(null=True, blank=True)  # engine runs: the whole launch request
     summary = models.JSONField(null=True, blank=True)  # session_summary.summary
     cancel_requested = models.BooleanField(default=False)
+    # Why a run ended outside its stream: interrupted by a server stop, marked ended by an operator.
+    end_reason = models.CharField(max_length=300, blank=True)
 
     # Rolled-up figures (projections).
     last_seq = models.PositiveBigIntegerField(default=0)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from runs.feed import doorbell
+from runs.feed import doorbell, search
 from runs.ingest import writer as ingest
-from runs.models import Agent, Event, ModuleStore, RejectedLine, Run
+from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
 from runs.ingest.projections import Projector, event_columns, loads_record, reset_run, update_rows
 
 REBUILD_CHUNK = 2000
@@ -65,6 +65,18 @@ def events_import_stream(run: Run, stream, **kwargs) -> ingest.AppendResult:
     return ingest.append_stream(run, stream, **kwargs)
 
 
+def run_import_stream(*, name: str, stream, source: str = Run.Source.IMPORT, created_by=None):
+    """Import a file into the run called `name`, creating it if needed: (run, created, result).
+    A new run that stored nothing (a PNG, an empty file: every line rejected or none at all) is
+    not kept — run is None then, and the result still says what was rejected."""
+    run, created = run_get_or_create(name=name, source=source, created_by=created_by)
+    result = events_import_stream(run, stream)
+    if created and not result.stored:
+        run_delete(run)
+        return None, False, result
+    return run, created, result
+
+
 def run_set_status(run: Run, status: str) -> None:
     """Change a run's status outside the stream (queued, interrupted, ...) and ring the doorbell."""
     with transaction.atomic():
@@ -73,9 +85,44 @@ def run_set_status(run: Run, status: str) -> None:
         doorbell.ring_on_commit(run.pk, run.last_seq, status)
 
 
+def run_mark_ended(run: Run, *, by: str = "") -> bool:
+    """End a live run nothing will end by itself (an imported or pushed stream that never sent
+    `session_ended`): it reads `interrupted`, with who marked it. False when it already ended."""
+    reason = f"marked ended by {by}" if by else "marked ended by an operator"
+    with transaction.atomic():
+        if not Run.objects.filter(pk=run.pk, status__in=(Run.Status.QUEUED, Run.Status.RUNNING)).update(
+                status=Run.Status.INTERRUPTED, end_reason=reason):
+            return False
+        run.status, run.end_reason = Run.Status.INTERRUPTED, reason
+        doorbell.ring_on_commit(run.pk, run.last_seq, run.status)
+    return True
+
+
+def run_delete(run: Run) -> dict:
+    """Delete a run and everything stored for it: events, rejected lines, projections and its rows of
+    the search index. One bulk delete per table (no event is loaded), in one transaction; open feeds
+    of the run hear it from the doorbell. Returns what went: ``{"events": n, "agents": m, ...}``."""
+    pk = run.pk
+    with transaction.atomic():
+        search.forget(pk)
+        gone = {
+            "events": Event.objects.filter(run_id=pk).delete()[0],
+            "rejected_lines": RejectedLine.objects.filter(run_id=pk).delete()[0],
+            "holdings": Holding.objects.filter(agent__run_id=pk).delete()[0],
+        }
+        Agent.objects.filter(run_id=pk).update(parent=None, predecessor=None)
+        gone["agents"] = Agent.objects.filter(run_id=pk).delete()[0]
+        gone["stores"] = ModuleStore.objects.filter(run_id=pk).delete()[0]
+        Run.objects.filter(pk=pk).delete()
+        doorbell.ring_on_commit(pk, run.last_seq, "deleted")
+    return gone
+
+
 def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
     """Throw the projections of `run` away and fold its stored log again, in seq order, with the same
     `Projector` the write path uses. Event columns the fold computes are recomputed too.
+
+    The full-text index (runs.feed.search) is rebuilt from the log too.
 
     Returns ``{"events": n, "columns_fixed": m}``.
     """
@@ -126,6 +173,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
             total += len(events)
             after = events[-1].seq
         run.last_seq = after
+        search.reindex(run.pk)
         run.rejected_count = RejectedLine.objects.filter(run=run).count()
         run.save()
         if run.status != before:

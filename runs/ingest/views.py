@@ -1,14 +1,17 @@
-"""Import and export views: the upload form and the NDJSON download (writes go through
-`runs.ingest.services`, reads of the stored lines through `runs.pages.run_selectors`)."""
+"""Import and export views: the upload form and the NDJSON download, and the end of a run's life:
+mark ended, delete (writes go through `runs.ingest.services`, reads of the stored lines through
+`runs.pages.run_selectors`)."""
 
 from pathlib import PurePath
 
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runs.ingest import services
 from runs.ingest.forms import ImportForm
@@ -26,11 +29,10 @@ def run_import(request):
         if form.is_valid():
             upload = form.cleaned_data["file"]
             name = form.cleaned_data["name"] or PurePath(upload.name or "upload").stem or "upload"
-            run, _created = services.run_get_or_create(
-                name=name, source=Run.Source.IMPORT, created_by=request.user
-            )
             upload.seek(0)
-            result = services.events_import_stream(run, upload)
+            run, _created, result = services.run_import_stream(
+                name=name, stream=upload, source=Run.Source.IMPORT, created_by=request.user
+            )
     else:
         form = ImportForm()
     context = {"form": form, "result": result, "run": run}
@@ -38,6 +40,32 @@ def run_import(request):
         context["rejections_shown"] = result.rejections[:REJECTIONS_LISTED]
         context["rejections_more"] = max(len(result.rejections) - REJECTIONS_LISTED, 0)
     return render(request, "runs/import.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def run_delete(request, pk):
+    """GET: what deleting the run takes with it, and a confirm button; POST: delete it."""
+    if not request.user.has_perm("runs.delete_run"):
+        raise PermissionDenied("Deleting a run needs the runs.delete_run permission.")
+    run = get_object_or_404(Run, pk=pk)
+    if request.method == "GET":
+        return render(request, "runs/delete.html", {"run": run, "agents": run.agents.count()})
+    services.run_delete(run)
+    messages.success(request, f"Run {run.name!r} deleted with its {run.last_seq} records.")
+    return redirect("runs:list")
+
+
+@require_POST
+def run_mark_ended(request, pk):
+    """An imported or pushed run that never sent session_ended: the operator ends it by hand."""
+    if not request.user.has_perm("runs.add_run"):
+        raise PermissionDenied("Marking a run ended needs the runs.add_run permission.")
+    run = get_object_or_404(Run, pk=pk)
+    if services.run_mark_ended(run, by=request.user.get_username()):
+        messages.info(request, f"{run.name} marked ended.")
+    else:
+        messages.info(request, f"{run.name} has already ended ({run.status}).")
+    return redirect("runs:feed", pk)
 
 
 @require_GET

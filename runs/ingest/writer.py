@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from runs.feed import doorbell
+from runs.feed import doorbell, search
 from runs.models import Event, RejectedLine, Run
 from runs.ingest.projections import NUL_ESCAPE, Projector, event_columns, loads_record, scrub_nul
 
@@ -261,6 +261,7 @@ class _Import:
                 )
             if rows:
                 _insert_events(rows)
+                search.index(run.pk, [(row[1], obj) for row, (_, _, obj) in zip(rows, accepted)])
                 if self.result.first_seq is None:
                     self.result.first_seq = rows[0][1]
             run.last_seq = seq

@@ -69,6 +69,9 @@ def execute(run_pk: int) -> None:
         connection.close()
 
 
+INTERRUPTED_REASON = "the server or worker running it stopped before it ended"
+
+
 def sweep_interrupted() -> int:
     """Mark engine runs no live process owns as `interrupted`; their events stay. Returns how many."""
     live = Run.objects.filter(source=Run.Source.ENGINE, status__in=LIVE)
@@ -78,7 +81,7 @@ def sweep_interrupted() -> int:
             return 0
         leased = _redis().mget([LEASE_KEY.format(pk) for pk in pks])
         live = live.filter(pk__in=[pk for pk, lease in zip(pks, leased) if lease is None])
-    return live.update(status=Run.Status.INTERRUPTED)
+    return live.update(status=Run.Status.INTERRUPTED, end_reason=INTERRUPTED_REASON)
 
 
 def sweep_on_start() -> None:

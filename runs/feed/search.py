@@ -1,0 +1,131 @@
+"""Full-text search over a run's records: the index the write path keeps, and the query the feed asks.
+
+Each stored record's text — its string values, not its keys, so `agentId` or `type` match nothing —
+is indexed in the transaction that stores it (`index`, called by `runs.ingest.writer`):
+
+* SQLite (the embedded default): an FTS5 table `runs_event_fts(body)` whose rowid is
+  ``run << 40 | seq``, so one run's rows are one rowid range (FTS5 answers range bounds from the
+  index) and deleting a run is one range delete.
+* PostgreSQL (the scale path): `runs_event_search(run_id, seq, doc tsvector)` with a GIN index, the
+  ``simple`` configuration (identifiers, not English: no stemming, no stop words).
+
+A query is the words an operator typed, each a literal (an FTS5 phrase, `plainto_tsquery`): every
+word must occur; nothing typed is query syntax, so no input is a syntax error.
+"""
+
+import json
+
+from django.db import connection
+
+TEXT_LIMIT = 32 * 1024  # characters of one record indexed: a huge file body is found by its start
+_SEQ_BITS = 40  # 1.1e12 seqs per run
+
+SQLITE_TABLE = "CREATE VIRTUAL TABLE IF NOT EXISTS runs_event_fts USING fts5(body)"
+POSTGRES_TABLE = [
+    "CREATE TABLE IF NOT EXISTS runs_event_search (run_id integer NOT NULL, seq bigint NOT NULL,"
+    " doc tsvector NOT NULL, PRIMARY KEY (run_id, seq))",
+    "CREATE INDEX IF NOT EXISTS runs_event_search_doc ON runs_event_search USING gin (doc)",
+]
+
+
+def record_text(obj) -> str:
+    """The string values of a record, depth first, one per line (at most TEXT_LIMIT characters)."""
+    out, size, stack = [], 0, [obj]
+    while stack and size < TEXT_LIMIT:
+        value = stack.pop()
+        if isinstance(value, str):
+            out.append(value)
+            size += len(value) + 1
+        elif isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+    return "\n".join(out)[:TEXT_LIMIT].replace("\x00", "\ufffd")
+
+
+def _key(run_pk, seq):
+    return (int(run_pk) << _SEQ_BITS) | int(seq)
+
+
+def create_tables(conn) -> None:
+    """The index's table on `conn` (a migration's schema editor connection)."""
+    with conn.cursor() as cursor:
+        for sql in POSTGRES_TABLE if conn.vendor == "postgresql" else [SQLITE_TABLE]:
+            cursor.execute(sql)
+
+
+def drop_tables(conn) -> None:
+    with conn.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS " + ("runs_event_search" if conn.vendor == "postgresql" else "runs_event_fts"))
+
+
+def index(run_pk, records) -> None:
+    """Index [(seq, record object)] of run `run_pk` — inside the caller's transaction."""
+    if not records:
+        return
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.executemany(
+                "INSERT INTO runs_event_search (run_id, seq, doc) VALUES (%s, %s, to_tsvector('simple', %s))"
+                " ON CONFLICT (run_id, seq) DO UPDATE SET doc = EXCLUDED.doc",
+                [(run_pk, seq, record_text(obj)) for seq, obj in records],
+            )
+        else:
+            cursor.executemany(
+                "INSERT OR REPLACE INTO runs_event_fts (rowid, body) VALUES (%s, %s)",
+                [(_key(run_pk, seq), record_text(obj)) for seq, obj in records],
+            )
+
+
+def forget(run_pk) -> None:
+    """Drop run `run_pk`'s rows from the index (a deleted run, or before a rebuild)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("DELETE FROM runs_event_search WHERE run_id = %s", [run_pk])
+        else:
+            cursor.execute("DELETE FROM runs_event_fts WHERE rowid >= %s AND rowid < %s",
+                           [_key(run_pk, 0), _key(int(run_pk) + 1, 0)])
+
+
+def reindex(run_pk, chunk=2000) -> int:
+    """Index run `run_pk`'s stored records again from the log (rebuild, the migration): how many."""
+    forget(run_pk)
+    after, total = 0, 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT seq, raw FROM runs_event WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                           [run_pk, after, chunk])
+            rows = cursor.fetchall()
+        if not rows:
+            return total
+        index(run_pk, [(seq, _loads(raw)) for seq, raw in rows])
+        total += len(rows)
+        after = rows[-1][0]
+
+
+def _loads(raw):
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def words(query: str) -> list[str]:
+    return [w for w in (query or "").replace("\x00", " ").split() if w][:16]
+
+
+def matching_seqs_sql(run_pk, query: str):
+    """(sql, params) selecting the seqs of run `run_pk` whose record holds every word of `query`
+    (None when it has no words): a subquery for ``seq__in``."""
+    terms = words(query)
+    if not terms:
+        return None
+    if connection.vendor == "postgresql":
+        return ("SELECT seq FROM runs_event_search WHERE run_id = %s AND doc @@ plainto_tsquery('simple', %s)",
+                [int(run_pk), " ".join(terms)])
+    phrase = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return (
+        f"SELECT rowid - {_key(run_pk, 0)} FROM runs_event_fts WHERE runs_event_fts MATCH %s"
+        " AND rowid >= %s AND rowid < %s",
+        [phrase, _key(run_pk, 0), _key(int(run_pk) + 1, 0)],
+    )

@@ -1,0 +1,56 @@
+"""The full-text index the write path keeps (runs.feed.search): a record is found by any word of its
+string values, never by a key; what an operator types is words, never query syntax; rebuild and
+delete keep the index in step with the log."""
+
+import pytest
+from django.db import connection
+
+from runs.feed import search
+from runs.ingest import services
+from runs.ingest.writer import append, append_lines
+from runs.models import Run
+
+pytestmark = pytest.mark.django_db
+
+
+def found(run, words):
+    sql, params = search.matching_seqs_sql(run.pk, words)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return sorted(seq for (seq,) in cursor.fetchall())
+
+
+def test_a_record_is_found_by_the_words_of_its_values_in_its_own_run_only():
+    run, other = Run.objects.create(name="a"), Run.objects.create(name="b")
+    append(run, [
+        {"type": "log", "message": "the zebra crossed"},
+        {"type": "tool_call", "name": "write_file", "args": {"path": "notes/zebra.txt", "body": "<script>x</script>"}},
+        {"type": "assistant_message", "text": "nothing to see"},
+    ])
+    append(other, [{"type": "log", "message": "zebra elsewhere"}])
+    assert found(run, "zebra") == [1, 2]
+    assert found(run, "ZEBRA crossed") == [1]  # every word, any case
+    assert found(run, "write_file") == [2]
+    assert found(run, "script") == [2]
+    assert found(run, "agentId type message") == []  # keys are not text
+    assert found(other, "zebra") == [1]
+    assert search.matching_seqs_sql(run.pk, "   ") is None
+
+
+@pytest.mark.parametrize("typed", ['"', 'zebra"', "zebra OR nothing", "NEAR(zebra", "zeb*", "-zebra", "^zebra", "a:b", "(((", "\x00"])
+def test_anything_typed_is_words_never_a_syntax_error(typed):
+    run = Run.objects.create(name="s")
+    append(run, [{"type": "log", "message": "the zebra crossed"}])
+    assert isinstance(found(run, typed), list) if search.words(typed) else search.matching_seqs_sql(run.pk, typed) is None
+
+
+def test_lines_are_indexed_as_stored_and_rebuild_and_delete_follow_the_log():
+    run = Run.objects.create(name="lines")
+    append_lines(run, ['{"type":"log","message":"alpha"}', "not json", '{"type":"gg","event":{"type":"log","message":"beta"}}'])
+    assert found(run, "alpha") == [1] and found(run, "beta") == [2]
+    search.forget(run.pk)  # an index that drifted from the log
+    assert found(run, "alpha") == []
+    services.rebuild_projections(run)
+    assert found(run, "alpha") == [1] and found(run, "beta") == [2]
+    services.run_delete(run)
+    assert found(run, "alpha") == []

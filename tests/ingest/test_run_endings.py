@@ -1,0 +1,108 @@
+"""How runs end outside their stream: deleting a run takes everything stored for it, an upload that
+stored nothing leaves no run, an operator can mark a stream that never ended as ended, and the
+interrupted-run sweep says why."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.urls import reverse
+
+from runs.feed import search
+from runs.ingest import services
+from runs.ingest.writer import append
+from runs.launch.dispatch import INTERRUPTED_REASON, sweep_interrupted
+from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
+from tests.streams import STREAMS
+
+pytestmark = pytest.mark.django_db
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
+
+
+def _search(run, words):
+    sql, params = search.matching_seqs_sql(run.pk, words)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return sorted(seq for (seq,) in cursor.fetchall())
+
+
+def test_run_delete_takes_events_projections_and_index_and_leaves_other_runs(operator):
+    keep = Run.objects.create(name="keep")
+    gone = Run.objects.create(name="gone")
+    for run in (keep, gone):
+        services.events_import_stream(run, (STREAMS / "multi_agent.ndjson").open("rb"))
+        services.events_append_lines(run, ["not json", '{"type":"log","message":"needle here"}'])
+    assert Agent.objects.filter(run=gone).exists() and Holding.objects.filter(agent__run=gone).exists()
+    assert _search(gone, "needle") == [gone.last_seq]
+
+    counts = services.run_delete(gone)
+
+    assert counts["events"] == keep.last_seq and counts["agents"] == Agent.objects.filter(run=keep).count()
+    assert not Run.objects.filter(pk=gone.pk).exists()
+    for model in (Event, RejectedLine, Agent, ModuleStore):
+        assert not model.objects.filter(run_id=gone.pk).exists(), model
+    assert not Holding.objects.filter(agent__run_id=gone.pk).exists()
+    assert _search(gone, "needle") == []
+    # The other run keeps everything, its index included.
+    assert Event.objects.filter(run=keep).count() == keep.last_seq
+    assert _search(keep, "needle") == [keep.last_seq]
+
+
+def test_delete_needs_the_permission_and_a_confirmation(client, operator, django_user_model):
+    from django.contrib.auth.models import Permission
+
+    run = Run.objects.create(name="to-delete")
+    append(run, [{"type": "log", "message": "x"}])
+    url = reverse("runs:delete", args=[run.pk])
+    client.force_login(operator)  # may launch, may not delete
+    assert client.get(url).status_code == 403
+    assert client.post(url).status_code == 403
+    operator.user_permissions.add(Permission.objects.get(codename="delete_run", content_type__app_label="runs"))
+    operator = django_user_model.objects.get(pk=operator.pk)
+    client.force_login(operator)
+    page = client.get(url).content.decode()
+    assert "to-delete" in page and "1 record" in page and 'id="confirm-delete"' in page
+    assert Run.objects.filter(pk=run.pk).exists()  # looking is not deleting
+    response = client.post(url)
+    assert response.status_code == 302 and response["Location"] == reverse("runs:list")
+    assert not Run.objects.filter(pk=run.pk).exists()
+    assert client.post(url).status_code == 404
+
+
+@pytest.mark.parametrize("body", [PNG, b"\n\n", b"   "])
+def test_an_upload_that_stores_nothing_creates_no_run(viewer_client, body):
+    upload = SimpleUploadedFile("picture.png", body)
+    html = viewer_client.post(reverse("runs:import"), {"file": upload, "name": ""}).content.decode()
+    assert 'id="result-no-run"' in html and "stored 0" in html
+    assert not Run.objects.filter(name="picture").exists()
+
+
+def test_an_empty_upload_is_refused_by_the_form_and_creates_no_run(viewer_client):
+    html = viewer_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("e.ndjson", b""), "name": ""}).content.decode()
+    assert "The submitted file is empty." in html
+    assert not Run.objects.exists()
+
+
+def test_an_upload_of_nothing_into_an_existing_run_keeps_it(viewer_client):
+    run = Run.objects.create(name="existing")
+    viewer_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("x.png", PNG), "name": "existing"})
+    assert Run.objects.filter(pk=run.pk).exists()
+
+
+def test_mark_ended_ends_an_imported_stream_once(operator):
+    run = Run.objects.create(name="pushed", source=Run.Source.API)
+    append(run, [{"type": "session_started"}])
+    assert services.run_mark_ended(run, by="operator")
+    run.refresh_from_db()
+    assert (run.status, run.end_reason) == ("interrupted", "marked ended by operator")
+    assert not services.run_mark_ended(run, by="operator")
+
+
+def test_the_sweep_says_why_a_run_was_interrupted():
+    run = Run.objects.create(name="engine", source=Run.Source.ENGINE, status="running")
+    imported = Run.objects.create(name="imported", status="running")
+    assert sweep_interrupted() == 1
+    run.refresh_from_db()
+    imported.refresh_from_db()
+    assert (run.status, run.end_reason) == ("interrupted", INTERRUPTED_REASON)
+    assert (imported.status, imported.end_reason) == ("running", "")
