@@ -101,6 +101,13 @@ else:
     }
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+
+# The built-in engine (README "The shell's confinement and the provider allowlists").
+GG_WORKSPACE_QUOTA_BYTES = int(os.environ.get("GG_WORKSPACE_QUOTA_BYTES", 1024 ** 3))
+# Environment variables a launch spec may name as provider.apiKeyEnv, besides any GG_PROVIDER_KEY_*.
+GG_PROVIDER_KEY_ENVS = tuple(v.strip() for v in os.environ.get("GG_PROVIDER_KEY_ENVS", "").split(",") if v.strip())
+# Hosts a provider.baseUrl may name (host or host:port, `*.example.com` for subdomains); empty: none.
+GG_PROVIDER_HOSTS = tuple(h.strip().lower() for h in os.environ.get("GG_PROVIDER_HOSTS", "").split(",") if h.strip())
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {

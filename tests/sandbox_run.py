@@ -35,7 +35,7 @@ def context(tmp_path, capabilities=(), operations=None, role="standard", **optio
     if operations is None:
         operations = {op for cap in capabilities for op in CAPABILITIES[cap].operations}
     stores = {"memories": MemoryStore("memories-0"), "tasks": TaskStore("tasks-0"), "board": BoardStore("board-0"),
-              "skills": SkillLibrary("skills-0", tmp_path / "skills"), "archive": ArchiveStore("archive-0")}
+              "skills": SkillLibrary("skills-0", tmp_path, "skills"), "archive": ArchiveStore("archive-0")}
     ctx = AgentContext(agent_id="root", grants=Grants(capabilities=list(capabilities), operations=operations, role=role,
                                                       machine=options.pop("machine", False)),
                        workspace=Workspace(tmp_path / "ws"), emit=emit, stores=stores,

@@ -116,7 +116,7 @@ class StoreRegistry:
         if kind == "board":
             return BoardStore(store_id, max_epics=params.get("maxEpics", 50), max_issues=params.get("maxIssues", 2000))
         if kind == "skills":
-            return SkillLibrary(store_id, self.skills_root / params.get("dir", ".gg/skills"))
+            return SkillLibrary(store_id, self.skills_root, params.get("dir", ".gg/skills"))
         if kind == "archive":
             return ArchiveStore(store_id)
         raise ValueError(f"unknown module kind {kind!r}")

@@ -163,6 +163,9 @@ class Engine:
         self.cost = 0.0  # summed usage cost (USD), for maxCost
         self.compactions = 0
         self.started = time.monotonic()
+        if spec.limits.max_runtime_secs:  # no host work (a shell, a search) outlasts the run's wall clock
+            self.workspace.deadline = self.started + spec.limits.max_runtime_secs
+        self.workspace.interrupt = self._interrupt
         self.slots = {}  # (profile, model) -> summed tokens
         self.errors = {kind: 0 for kind in ERROR_KINDS}
         self.errors_by_type = {}
@@ -280,6 +283,10 @@ class Engine:
             raise SessionOver("exhausted", self._breach(agent, "turns", limits.max_turns, agent.turns), agent)
         if limits.max_cost and self.cost >= limits.max_cost:
             raise SessionOver("limit_exceeded", self._breach(agent, "cost", limits.max_cost, round(self.cost, 6)))
+
+    def _interrupt(self):
+        """Why a running shell is killed now (the run's wall clock is the workspace deadline)."""
+        return "the operator canceled the run" if self.should_cancel() else None
 
     def _breach(self, agent, limit, threshold, observed, window=None):
         breach = {"limit": limit, "threshold": threshold, "observed": observed, "turns": agent.turns,

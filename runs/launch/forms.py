@@ -27,7 +27,7 @@ MODE_CHOICES = (("tool_calling", "Tool calling"), ("responses_as_code", "Respons
                 (MACHINE, "Machine (FSM)"))
 # The mode and the machine have their own inputs; the checklist offers the rest.
 CHECKLIST = tuple(c for c in CAPABILITIES.values() if c.id not in ("responses-as-code", "fsm"))
-DEFAULT_ON = ("shell", "read-file", "write-file", "edit-file", "list-dir", "skills", "memories", "tasks")
+DEFAULT_ON = ("read-file", "write-file", "edit-file", "list-dir", "skills", "memories", "tasks")
 PARAM_CHOICES = {
     ("memories", "scope"): MEMORY_SCOPES,
     ("tasks", "mode"): ("simple", "issues"),

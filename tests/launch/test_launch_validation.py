@@ -152,6 +152,7 @@ def test_every_rule_at_once_in_one_submission(operator_client, valid_fields):
 @pytest.mark.django_db
 def test_a_value_that_is_not_a_number_is_named_and_kept_as_typed(operator_client, valid_fields):
     valid_fields["limits.maxTurns"] = ["ten"]
+    valid_fields["agents.0.cap.shell"] = ["on"]  # off by default (issue 19): its params count once it is on
     valid_fields["agents.0.cap.shell.params.maxLines"] = ["many"]
     response = operator_client.post(reverse("runs:new"), valid_fields)
     body = response.content.decode()

@@ -14,6 +14,7 @@ what to apply at turn close, and `model_messages`: exactly what the model is tol
 `code_execution` record and the operator's log lines have already been emitted through ctx.emit.
 """
 
+import contextlib
 import re
 import time
 from dataclasses import dataclass, field
@@ -132,7 +133,6 @@ class Membrane:
         self.ctx, self.outcome = ctx, outcome
         self.deadline = time.monotonic() + ctx.timeout_secs
         self.blocked_seconds = 0.0  # time spent blocked in a wait: the program's budget does not run
-        self.host_seconds = 0.0
         self.described = self.calls_suppressed = 0
         self.refusals = self.refusals_suppressed = 0
         self.view_records = {"opened": 0, "closed": 0, "refused": 0}
@@ -215,7 +215,10 @@ class Membrane:
             handler = HANDLERS[op_id]
             if BY_ID[op_id].tool is not None:
                 self.outcome.tool_calls += 1
-            result = ("ok", handler(self, **args))
+            # Host work ends with the program's budget; a wait's budget stops while other agents run.
+            bound = contextlib.nullcontext() if op_id in BLOCKING else self.ctx.workspace.until(self.deadline)
+            with bound:
+                result = ("ok", handler(self, **args))
         except ToolError as exc:
             result = ("err", {"code": exc.code, "operation": BY_ID[op_id].key, "message": exc.message})
             if op_id.startswith("views.") and exc.code in ("limit-exceeded", "invalid-argument"):
@@ -232,7 +235,6 @@ class Membrane:
             if result[0] == "err":
                 record["failure"] = result[1]["code"]
             self.emit(record)
-        self.host_seconds += time.monotonic() - started
         return result
 
     def documented(self, op_id):
@@ -408,7 +410,7 @@ def run_program(ctx, source, sandbox=None):
         membrane.deadline = started + ctx.timeout_secs
         result = sandbox.run(membrane, source, ctx.lib.guest_modules(), ctx.timeout_secs, ctx.max_memory_bytes)
     except Trap as trap:
-        outcome.duration_ms = int((time.monotonic() - started - membrane.host_seconds) * 1000)
+        outcome.duration_ms = int((time.monotonic() - started - membrane.blocked_seconds) * 1000)
         text = messages.sandbox_stopped(trap.kind, trap.detail, ctx.timeout_secs, ctx.max_memory_bytes)
         membrane.log("warn", f"the code program did not run to a result: {_clip(trap.detail.strip(), MAX_FAILURE_TEXT_BYTES)}")
         membrane.finish(False, text, {"timeout": "sandbox_timeout", "out-of-memory": "sandbox_out_of_memory"}.get(
@@ -423,7 +425,7 @@ def run_program(ctx, source, sandbox=None):
         ctx.emit(record)
         outcome.code_execution = record
         return outcome
-    outcome.duration_ms = int((time.monotonic() - started - membrane.host_seconds) * 1000)
+    outcome.duration_ms = int((time.monotonic() - started - membrane.blocked_seconds) * 1000)
     error = result["error"]
     if result["ok"] or error is None:
         membrane.finish(True, None, None)

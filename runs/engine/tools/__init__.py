@@ -26,7 +26,8 @@ def estimate_tokens(text):
 
 
 from runs.engine.tools.workspace import Workspace  # noqa: E402
-from runs.engine.tools.module_stores import ArchiveStore, BoardStore, MemoryStore, SkillLibrary, TaskStore  # noqa: E402
+from runs.engine.tools.module_stores import ArchiveStore, BoardStore, MemoryStore, TaskStore  # noqa: E402
+from runs.engine.tools.skills import SkillLibrary  # noqa: E402
 from runs.engine.tools.context_views import View, Window  # noqa: E402
 
 __all__ = ["ToolError", "FAILURE_CLASSES", "estimate_tokens", "Workspace", "MemoryStore", "TaskStore", "BoardStore",

@@ -1,4 +1,4 @@
-"""The module stores: memories, tasks, board, skills, archive.
+"""The module stores: memories, tasks, board, archive (skills: runs.engine.tools.skills).
 
 Each store has an id `<kind>-<n>` (minted by the engine) and `snapshot()` returns the matching
 `*_state` record (stream.md §4.26) without the envelope. Stores are plain in-memory objects;
@@ -6,7 +6,6 @@ the engine decides which agents hold which store.
 """
 
 import re
-from pathlib import Path
 
 from runs.engine.tools import ToolError
 
@@ -333,44 +332,6 @@ class BoardStore:
     def snapshot(self):
         return {"type": "board_state", "moduleId": self.module_id, "epics": list(self.epics.values()),
                 "issues": [{k: v for k, v in i.items() if v is not None} for i in self.issues.values()]}
-
-
-class SkillLibrary:
-    """Skills: directories under the workspace's skill dir, each with SKILL.md and optionally a code module."""
-
-    kind = "skills"
-
-    def __init__(self, module_id, root):
-        self.module_id, self.root = module_id, Path(root)
-        self.read_names = set()
-
-    def skills(self):
-        found = []
-        if self.root.is_dir():
-            for directory in sorted(p for p in self.root.iterdir() if p.is_dir()):
-                doc = directory / "SKILL.md"
-                if doc.is_file():
-                    text = doc.read_text(errors="replace")
-                    description = next((line.strip() for line in text.splitlines() if line.strip()
-                                        and not line.startswith("#")), "")
-                    found.append({"name": directory.name, "description": description})
-        return found
-
-    def read(self, name):
-        doc = self.root / name / "SKILL.md"
-        if "/" in name or not doc.is_file():
-            raise ToolError("not-found", f"there is no skill {name}")
-        self.read_names.add(name)
-        return doc.read_text(errors="replace")
-
-    def code_module(self, name, suffix=".py"):
-        """The skill's module in the program language's own file, if it has one."""
-        files = sorted((self.root / name).glob(f"*{suffix}"))
-        return files[0].read_text(errors="replace") if files else None
-
-    def snapshot(self):
-        return {"type": "skills_state", "moduleId": self.module_id,
-                "skills": [dict(s, read=s["name"] in self.read_names) for s in self.skills()]}
 
 
 class ArchiveStore:

@@ -1,39 +1,70 @@
 """The workspace: files confined to one root directory, and a shell run there.
 
 Paths are relative to the root; an absolute path or one that climbs out (through `..` or a
-symlink) is `invalid-argument` — the same class gg gives it.
+symlink) is `invalid-argument` — the same class gg gives it. Files are read and written only when
+they are plain single-link regular files (runs.engine.tools.plain), walks never follow a link, the
+shell runs confined (runs.engine.tools.confined), and writes are held to the run's quota.
+
+Host work is bounded by the caller's clock: `with workspace.until(deadline):` makes walks and
+searches stop with `limit-exceeded` once the monotonic `deadline` passes, and clamps a shell's
+timeout to it; `interrupt` (set by the engine: a cancel, the run's wall clock) stops a running shell.
 """
 
-import fnmatch
+import contextlib
 import os
-import re
-import signal
 import stat
-import subprocess
 import time
 from pathlib import Path
 
 from runs.engine.tools import ToolError
+from runs.engine.tools.confined import ConfinementUnavailable, Limits, run_confined
+from runs.engine.tools import walks
+from runs.engine.tools.plain import read_plain, refusal, scan_plain
 
 READ_BYTES_CEILING = 256 * 1024  # a text read stops here (byte-truncated)
 SHELL_TAIL_CHARS = 16_384  # the shell telemetry record keeps this much of each stream
 SHELL_OUTPUT_CHARS = 4096  # what the caller is handed (capability param maxChars' default)
 DEFAULT_SHELL_TIMEOUT = 120.0
-TREE_MAX_LINES = 1000
-TREE_MAX_BYTES = 16 * 1024
-SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT = 50, 200
-SEARCH_LINE_CHARS = 200
-SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv"}
+DEFAULT_QUOTA_BYTES = 1024 ** 3
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
                ".webp": "image/webp"}
 
 
+def default_quota():
+    try:
+        from django.conf import settings
+
+        return int(getattr(settings, "GG_WORKSPACE_QUOTA_BYTES", DEFAULT_QUOTA_BYTES))
+    except Exception:  # used outside Django too (bench, the run_program command's tests)
+        return DEFAULT_QUOTA_BYTES
+
+
 class Workspace:
-    def __init__(self, root):
+    def __init__(self, root, *, quota_bytes=None):
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._root = str(self.root)
         self._root_prefix = self._root.rstrip("/") + "/"
+        self.quota_bytes = default_quota() if quota_bytes is None else quota_bytes
+        self._usage = None  # bytes of plain files under the root; None until measured
+        self.deadline = None  # monotonic time after which walks and searches stop (see until())
+        self.interrupt = None  # () -> None | reason: a running shell is killed when it gives a reason
+
+    # -- the caller's clock ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def until(self, deadline):
+        """Bound the host work done inside the block by `deadline` as well (the earlier one holds; the
+        outer bound is back when the block ends)."""
+        outer = self.deadline
+        self.deadline = deadline if outer is None else min(outer, deadline)
+        try:
+            yield
+        finally:
+            self.deadline = outer
+
+    def check_clock(self, what):
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise ToolError("limit-exceeded", f"the wall-clock budget ran out during {what}")
 
     # -- paths -------------------------------------------------------------------------------
     def resolve(self, path, *, must_exist=False):
@@ -89,17 +120,16 @@ class Workspace:
             raise ToolError("invalid-argument", "limit must be at least 1")
         media = IMAGE_TYPES.get(full.suffix.lower())
         if media:
+            problem = refusal(os.lstat(full), path)
+            if problem:
+                raise ToolError("invalid-argument", problem)
             return ("image", {"media_type": media, "label": path, "bytes": full.stat().st_size, "shown": False,
                               "not_shown_reason": "this model is not shown images"})
         return ("text", self.read_text(full, offset, limit))
 
     def read_text(self, full, offset=None, limit=None):
-        try:
-            raw = full.read_bytes()
-        except OSError as exc:
-            raise ToolError("io-error", f"{self.relative(full)} could not be read: {exc.strerror}") from None
-        truncated = len(raw) > READ_BYTES_CEILING
-        text = raw[:READ_BYTES_CEILING].decode("utf-8", errors="replace")
+        raw, truncated = read_plain(full, READ_BYTES_CEILING, self.relative(full))
+        text = raw.decode("utf-8", errors="replace")
         lines = text.splitlines(keepends=True)
         total = len(lines)
         first = offset or 1
@@ -110,145 +140,123 @@ class Workspace:
                 "last_line": first + len(chosen) - 1 if chosen else 0, "total_lines": total,
                 "byte_truncated": truncated}
 
-    def write_file(self, path, contents):
-        full = self.resolve(path)
-        if full.is_dir():
+    def _writable(self, full, path):
+        """The size of the plain file at `full` (0 when there is none); ToolError for anything else."""
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            return 0
+        if stat.S_ISDIR(st.st_mode):
             raise ToolError("invalid-argument", f"{path} is a directory")
-        data = contents.encode("utf-8")
+        problem = refusal(st, path)
+        if problem:
+            raise ToolError("invalid-argument", problem)
+        return st.st_size
+
+    def _store(self, full, path, data):
+        old = self._writable(full, path)
+        self.charge(len(data) - old)
         try:
             full.parent.mkdir(parents=True, exist_ok=True)
-            full.write_bytes(data)
+            fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
         except OSError as exc:
+            self._usage = None
             raise ToolError("io-error", f"{path} could not be written: {exc.strerror}") from None
+        if self._usage is not None:
+            self._usage += len(data) - old
+
+    def write_file(self, path, contents):
+        full = self.resolve(path)
+        data = contents.encode("utf-8")
+        self._store(full, path, data)
         return len(data)
 
     def edit_file(self, path, old_string, new_string):
         full = self.resolve(path, must_exist=True)
         if not old_string:
             raise ToolError("invalid-argument", "the string to replace is empty")
-        text = full.read_text(encoding="utf-8", errors="replace")
+        raw, truncated = read_plain(full, self.quota_bytes, path)
+        text = raw.decode("utf-8", errors="replace")
         count = text.count(old_string)
         if count == 0:
             raise ToolError("not-found", f"the string to replace does not occur in {path}")
         if count > 1:
             raise ToolError("conflict", f"the string to replace matched {count} times in {path}")
-        full.write_text(text.replace(old_string, new_string, 1), encoding="utf-8")
+        self._store(full, path, text.replace(old_string, new_string, 1).encode("utf-8"))
 
     def list_dir(self, path=None):
         full = self.resolve(path, must_exist=True)
         if not full.is_dir():
             raise ToolError("invalid-argument", f"{path} is not a directory")
         entries = []
-        for child in sorted(full.iterdir(), key=lambda p: p.name):
-            kind = "directory" if child.is_dir() else "file" if child.is_file() else "other"
+        for child in sorted(os.scandir(full), key=lambda e: e.name):
+            kind = ("directory" if child.is_dir(follow_symlinks=False) else
+                    "file" if child.is_file(follow_symlinks=False) else "other")  # a link is "other"
             entries.append({"name": child.name, "kind": kind})
         return entries
 
-    def _ignored(self):
-        patterns = []
-        ignore = self.root / ".gitignore"
-        if ignore.is_file():
-            for line in ignore.read_text(errors="replace").splitlines():
-                line = line.strip()
-                if line and not line.startswith("#"):
-                    patterns.append(line.rstrip("/"))
-        return patterns
-
-    def _skip(self, name, patterns):
-        return name in SKIP_DIRS or any(fnmatch.fnmatch(name, p) for p in patterns)
-
     def tree(self, path=None, depth=None):
-        depth = 2 if depth is None else depth
-        if not 1 <= depth <= 10:
-            raise ToolError("invalid-argument", "depth must be between 1 and 10")
-        full = self.resolve(path, must_exist=True)
-        patterns = self._ignored()
-        lines = [self.relative(full) + "/"]
-        size = len(lines[0])
-
-        def walk(directory, level):
-            nonlocal size
-            for child in sorted(directory.iterdir(), key=lambda p: (not p.is_dir(), p.name)):
-                if self._skip(child.name, patterns):
-                    continue
-                line = "  " * level + child.name + ("/" if child.is_dir() else "")
-                if len(lines) >= TREE_MAX_LINES or size + len(line) > TREE_MAX_BYTES:
-                    raise StopIteration
-                lines.append(line)
-                size += len(line) + 1
-                if child.is_dir() and level < depth:
-                    walk(child, level + 1)
-
-        try:
-            walk(full, 1)
-        except StopIteration:
-            lines.append("… (tree truncated)")
-        return "\n".join(lines)
+        return walks.tree(self, path, depth)
 
     def search(self, query, path=None, limit=None):
-        limit = SEARCH_DEFAULT_LIMIT if limit is None else limit
-        if not 1 <= limit <= SEARCH_MAX_LIMIT:
-            raise ToolError("invalid-argument", f"limit must be between 1 and {SEARCH_MAX_LIMIT}")
-        try:
-            pattern = re.compile(query)
-        except re.error as exc:
-            raise ToolError("invalid-argument", f"the query is not a regular expression: {exc}") from None
-        full = self.resolve(path, must_exist=True)
-        patterns = self._ignored()
-        files = [full] if full.is_file() else self._walk_files(full, patterns)
-        matches = []
-        for file in files:
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            for number, line in enumerate(text.splitlines(), 1):
-                if pattern.search(line):
-                    matches.append({"path": self.relative(file), "line": number, "text": line[:SEARCH_LINE_CHARS]})
-                    if len(matches) >= limit:
-                        return matches
-        return matches
+        return walks.search(self, query, path, limit)
 
-    def _walk_files(self, directory, patterns):
-        for dirpath, dirnames, filenames in os.walk(directory):
-            dirnames[:] = sorted(d for d in dirnames if not self._skip(d, patterns))
-            for name in sorted(filenames):
-                if not self._skip(name, patterns):
-                    yield Path(dirpath) / name
+    # -- the quota ---------------------------------------------------------------------------
+    def usage(self):
+        """Bytes of the plain files under the root, measured once and then kept up to date."""
+        if self._usage is None:
+            total, stack = 0, [self._root]
+            while stack:
+                dirs, files = scan_plain(stack.pop())
+                stack += [d.path for d in dirs]
+                total += sum(f.stat(follow_symlinks=False).st_size for f in files)
+            self._usage = total
+        return self._usage
+
+    def charge(self, delta):
+        if delta > 0 and self.usage() + delta > self.quota_bytes:
+            raise ToolError("limit-exceeded", f"the workspace quota of {self.quota_bytes:,} bytes would be exceeded "
+                                              f"({self.usage():,} bytes are in use)")
 
     # -- shell -------------------------------------------------------------------------------
     def shell(self, command, timeout_secs=None, *, output_chars=SHELL_OUTPUT_CHARS):
-        """Run `sh -c command` in the root. Returns (result, record): the caller's
-        {exit_code, output, truncated} and the `shell` telemetry fields (stream.md §4.9)."""
+        """Run `sh -c command` confined to the root (runs.engine.tools.confined). Returns (result,
+        record): the caller's {exit_code, output, truncated} and the `shell` telemetry fields
+        (stream.md §4.9). Refused (`unavailable`) where the shell cannot be confined."""
         if not isinstance(command, str) or not command.strip():
             raise ToolError("invalid-argument", "the command is empty")
+        if "\0" in command:
+            raise ToolError("invalid-argument", "the command contains a NUL character")
         timeout = DEFAULT_SHELL_TIMEOUT if timeout_secs is None else float(timeout_secs)
-        if timeout <= 0:
+        if not timeout > 0:
             raise ToolError("invalid-argument", "the timeout must be positive")
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root), "LANG": "C.UTF-8"}
-        started = time.monotonic()
-        proc = subprocess.Popen(["sh", "-c", command], cwd=self.root, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout <= 0:
+                raise ToolError("limit-exceeded", "the wall-clock budget is spent")
+        limits = Limits(file_bytes=max(0, self.quota_bytes - self.usage()))
         try:
-            out, err = proc.communicate(timeout=timeout)
-            exit_code = proc.returncode
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            exit_code = None
-        stdout = out.decode("utf-8", errors="replace")
-        stderr = err.decode("utf-8", errors="replace")
-        combined = stdout + stderr
-        if exit_code is None:
+            done = run_confined(command, self._root, timeout, interrupt=self.interrupt, limits=limits,
+                                tail_chars=max(SHELL_TAIL_CHARS, output_chars))
+        except ConfinementUnavailable as exc:
+            raise ToolError("unavailable", str(exc)) from None
+        except OSError as exc:
+            raise ToolError("io-error", f"the shell could not be started: {exc.strerror}") from None
+        self._usage = None  # the command may have written anything: measured again when next needed
+        combined = done.stdout + done.stderr
+        if done.stopped == "timeout":
             combined += f"\n(killed after {timeout:g} s)"
-        truncated = len(combined) > output_chars
+        elif done.stopped:
+            combined += f"\n(killed: {done.stopped})"
+        truncated = done.stdout_chars + done.stderr_chars > output_chars or len(combined) > output_chars
         record = {"origin": "program", "command": command, "cwd": {"type": "workspace"},
-                  "exitCode": -1 if exit_code is None or exit_code < 0 else exit_code,
-                  "stdout": stdout[-SHELL_TAIL_CHARS:], "stderr": stderr[-SHELL_TAIL_CHARS:]}
-        if len(stdout) > SHELL_TAIL_CHARS:
-            record["stdoutDropped"] = len(stdout) - SHELL_TAIL_CHARS
-        if len(stderr) > SHELL_TAIL_CHARS:
-            record["stderrDropped"] = len(stderr) - SHELL_TAIL_CHARS
-        result = {"exit_code": exit_code, "output": combined[-output_chars:], "truncated": truncated,
-                  "duration_ms": int((time.monotonic() - started) * 1000)}
+                  "exitCode": -1 if done.exit_code is None else done.exit_code,
+                  "stdout": done.stdout[-SHELL_TAIL_CHARS:], "stderr": done.stderr[-SHELL_TAIL_CHARS:]}
+        for name, chars in (("stdoutDropped", done.stdout_chars), ("stderrDropped", done.stderr_chars)):
+            if chars > SHELL_TAIL_CHARS:
+                record[name] = chars - SHELL_TAIL_CHARS
+        result = {"exit_code": done.exit_code, "output": combined[-output_chars:], "truncated": truncated,
+                  "duration_ms": done.duration_ms}
         return result, record

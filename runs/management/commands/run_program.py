@@ -44,7 +44,7 @@ class Command(BaseCommand):
             doc_view_types=options["doc_view_types"], timeout_secs=options["timeout"],
             max_memory_bytes=options["max_memory"], mint_agent_id=lambda: f"agent-{next(ids)}",
             stores={"memories": MemoryStore("memories-0"), "tasks": TaskStore("tasks-0"), "board": BoardStore("board-0"),
-                    "skills": SkillLibrary("skills-0", root / ".gg" / "skills"), "archive": ArchiveStore("archive-0")},
+                    "skills": SkillLibrary("skills-0", root), "archive": ArchiveStore("archive-0")},
             programs=[])
         outcome = run_program(ctx, source)
         self.stdout.write("--- model ---")

@@ -1,0 +1,163 @@
+"""The shell runs confined (issue 19): nothing outside the workspace is readable or writable, the
+host's network and environment are out of reach, and no process outlives the call — on the shell
+timeout, the program's budget, the run's wall clock or a cancel."""
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from runs.engine.loop import Engine
+from runs.engine.spec import validate_spec
+from runs.engine.telemetry import Telemetry
+from runs.engine.tools import ToolError, Workspace, confined
+from runs.engine.tools.confined import Limits, run_confined
+from tests.engine.test_engine import call, spec, tool_agent
+from tests.engine_helpers import of_type
+from tests.sandbox_run import context, run
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(confined.unavailable_reason() is not None,
+                                reason=f"the shell cannot be confined here: {confined.unavailable_reason()}")
+
+
+def survivors(marker):
+    """Processes on the host whose command line holds `marker`."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if marker in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
+def test_nothing_outside_the_workspace_is_readable_or_writable(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    secret = Path(settings.VAR_DIR) / "secret_key"
+    targets = ["/etc/passwd", str(secret), str(REPO / "manage.py"), str(REPO / "var"), "/root", str(tmp_path)]
+    result, record = ws.shell("; ".join(f"cat {t} || ls {t}" for t in targets)
+                              + f"; echo planted > {tmp_path}/outside; echo x > /usr/x; echo kept > inside")
+    assert "root:x:0" not in result["output"] and "manage" not in record["stdout"]
+    if secret.exists():
+        assert secret.read_text().strip() not in record["stdout"]
+    assert record["stdout"].strip() == "ws" and "No such file" in record["stderr"]  # tmp_path holds only the bind
+    assert not (tmp_path / "outside").exists() and (ws.root / "inside").read_text() == "kept\n"
+    assert "Read-only file system" in record["stderr"]
+
+
+def test_the_servers_environment_is_not_inherited(tmp_path, monkeypatch):
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "do-not-leak")
+    result, record = Workspace(tmp_path).shell("env")
+    assert "do-not-leak" not in record["stdout"] and "DJANGO" not in record["stdout"]
+    assert f"HOME={tmp_path}" in record["stdout"]
+
+
+def test_the_host_network_is_out_of_reach(tmp_path):
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    result, record = Workspace(tmp_path).shell(
+        f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)' && echo reached; "
+        f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 5432), 2)' && echo reached")
+    with pytest.raises(socket.timeout):
+        listener.accept()
+    listener.close()
+    assert "reached" not in record["stdout"] and "Connection refused" in record["stderr"]
+
+
+def test_a_detached_process_dies_with_the_command(tmp_path):
+    ws = Workspace(tmp_path)
+    result, _ = ws.shell("setsid sleep 40.25 & echo started")
+    assert result["exit_code"] == 0 and "started" in result["output"]
+    time.sleep(0.2)
+    assert survivors("sleep 40.25") == []
+
+
+def test_a_timeout_kills_the_whole_namespace(tmp_path):
+    started = time.monotonic()
+    result, record = Workspace(tmp_path).shell("setsid sleep 40.5 & nohup sleep 40.5 & sleep 30", timeout_secs=1)
+    assert time.monotonic() - started < 5
+    assert result["exit_code"] is None and record["exitCode"] == -1 and "killed after 1 s" in result["output"]
+    time.sleep(0.2)
+    assert survivors("sleep 40.5") == []
+
+
+def test_the_process_count_is_limited(tmp_path):
+    done = run_confined("for i in $(seq 60); do sleep 5.125 & done; echo all started", str(tmp_path), 10,
+                        limits=Limits(processes=20))
+    assert "all started" not in done.stdout and "fork" in done.stderr.lower()
+    assert survivors("sleep 5.125") == []
+
+
+def test_output_is_read_incrementally_and_kept_to_gg_bounds(tmp_path):
+    result, record = Workspace(tmp_path).shell("head -c 50000000 /dev/zero | tr '\\0' a")
+    assert len(record["stdout"]) == 16_384 and record["stdoutDropped"] == 50_000_000 - 16_384
+    assert len(result["output"]) == 4096 and result["truncated"]
+
+
+def test_the_file_size_is_held_to_the_workspace_quota(tmp_path):
+    ws = Workspace(tmp_path, quota_bytes=100_000)
+    result, record = ws.shell("head -c 200000 /dev/zero > big; ls -l big")
+    assert (tmp_path / "big").stat().st_size <= 100_000 and "File size limit exceeded" in record["stderr"]
+    with pytest.raises(ToolError) as spent:
+        ws.write_file("more.txt", "x" * 10)
+    assert spent.value.code == "limit-exceeded"
+
+
+def test_a_shell_that_cannot_be_confined_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(confined, "BWRAP", str(tmp_path / "no-bwrap"))
+    confined.unavailable_reason.cache_clear()
+    try:
+        with pytest.raises(ToolError) as refused:
+            Workspace(tmp_path).shell("echo unconfined > proof")
+    finally:
+        confined.unavailable_reason.cache_clear()
+    assert refused.value.code == "unavailable" and "bubblewrap" in refused.value.message
+    assert not (tmp_path / "proof").exists()
+
+
+def test_the_programs_budget_kills_the_shell(tmp_path):
+    ctx = context(tmp_path, capabilities=["shell"], timeout_secs=2)
+    started = time.monotonic()
+    result = run(ctx, """
+        import gg
+        out = gg.shell.shell("setsid sleep 41.25 & sleep 30")
+        gg.views.open_text("code", str(out.exit_code))
+    """)
+    assert time.monotonic() - started < 6
+    assert result.of("shell")[0]["exitCode"] == -1
+    time.sleep(0.2)
+    assert survivors("sleep 41.25") == []
+
+
+def test_cancel_and_the_runs_wall_clock_kill_a_running_shell(tmp_path):
+    shell = [{"id": "shell", "enabled": True}]
+    spec_, errors = validate_spec(spec([tool_agent("coder", shell)],
+                                       {"coder": [call("shell", command="setsid sleep 42.5 & sleep 60")] * 2}))
+    assert errors == []
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    telemetry = Telemetry(None, "s", sink=lambda records: None)
+    started = time.monotonic()
+    status = Engine(spec_, telemetry, tmp_path / "a", cancel.is_set).run()
+    assert status == "canceled" and time.monotonic() - started < 6
+    assert of_type(telemetry.emitted, "shell")[0]["exitCode"] == -1
+    time.sleep(0.2)
+    assert survivors("sleep 42.5") == []
+
+    spec_, _ = validate_spec(spec([tool_agent("coder", shell)],
+                                  {"coder": [call("shell", command="setsid sleep 42.75 & sleep 60")] * 2},
+                                  limits={"maxRuntimeSecs": 1}))
+    telemetry = Telemetry(None, "s", sink=lambda records: None)
+    started = time.monotonic()
+    status = Engine(spec_, telemetry, tmp_path / "b").run()
+    assert status == "timed_out" and time.monotonic() - started < 6
+    time.sleep(0.2)
+    assert survivors("sleep 42.75") == []
