@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from runs import models
+from runs.ingest import services
 
 
 @admin.register(models.Run)
@@ -12,8 +13,6 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Rebuild projections from the stored events")
     def rebuild_projections(self, request, queryset):
-        from runs.ingest import services
-
         for run in queryset:
             stats = services.rebuild_projections(run)
             self.message_user(request, f"{run.name}: rebuilt from {stats['events']} events.")

@@ -66,10 +66,6 @@ class Operation:
     def wit_function(self):
         return self.key.replace("_", "-")
 
-    @property
-    def wit_name(self):
-        return f"{self.wit_interface}/{self.wit_function}"
-
 
 # One skills family per namespace (operations.md §1.1); `board` is the project family.
 FAMILIES = MappingProxyType({

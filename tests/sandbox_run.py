@@ -7,7 +7,9 @@ from itertools import count
 
 from runs.engine.sandbox.membrane import AgentContext, run_program
 from runs.engine.sandbox.guest import get_sandbox
-from runs.engine.tools import ArchiveStore, BoardStore, MemoryStore, SkillLibrary, TaskStore, Workspace
+from runs.engine.tools.module_stores import ArchiveStore, BoardStore, MemoryStore, TaskStore
+from runs.engine.tools.skills import SkillLibrary
+from runs.engine.tools.workspace import Workspace
 from surfaces.catalogue import CAPABILITIES
 from surfaces.grants import Grants
 from tests.gg_schema import validate_record

@@ -11,13 +11,15 @@ archive_thread, over the agent's history.
 """
 
 from runs.engine import issues, thread
+from runs.engine.agents import SessionOver, message
 from runs.engine.sandbox import model_text as messages
 from runs.engine.sandbox.membrane import AgentContext, run_program
-from runs.engine.tools import ToolError
+from runs.engine.tools.errors import ToolError
 
 VIEW_BANDS = {"file": "file_view", "text": "text_view", "docs": "docs_view"}
 MESSAGE_BANDS = {"Compiler error": "compiler_error", "Runtime error": "runtime_error", "Notice": "system"}
-ERROR_KINDS = {"transpile": "transpile", "program": "program_fault", "sandbox": "sandbox_limit"}
+# The turn error kind (runs.engine.loop.TURN_ERROR_KINDS) of a program outcome, by its errorType's prefix.
+OUTCOME_ERROR_KINDS = {"transpile": "transpile", "program": "program_fault", "sandbox": "sandbox_limit"}
 ENDING_SUMMARY = {"session.approve": lambda p: "approved",
                   "session.request_changes": lambda p: "changes requested:\n" + "\n".join(
                       f"- {item}" for item in p.get("items", []))}
@@ -84,8 +86,6 @@ def context(engine, agent):
 def _sync_views(agent, window):
     """Make the history's view messages match the program's window: replaced in place, closed
     ones dropped, new ones appended in the order they were placed."""
-    from runs.engine.loop import message
-
     current = {(v.kind, v.selector): v for v in window.views}
     kept, seen = [], set()
     for msg in agent.window:
@@ -107,8 +107,6 @@ def _view_message(message, view):
 
 def run(engine, agent, reply):
     """Run the reply's programs; returns (error kind, error type) for an error turn, else None."""
-    from runs.engine.loop import message
-
     programs = [c for c in reply.tool_calls if c.name == "submit_program"]
     for call in reply.tool_calls:
         if call.name != "submit_program":
@@ -137,11 +135,9 @@ def run(engine, agent, reply):
         for heading, body in outcome.model_messages:
             agent.window.append(message("user", messages.render(heading, body), MESSAGE_BANDS[heading]))
         if outcome.error_type and error is None:
-            error = (ERROR_KINDS[outcome.error_type.split("_", 1)[0]], outcome.error_type)
+            error = (OUTCOME_ERROR_KINDS[outcome.error_type.split("_", 1)[0]], outcome.error_type)
         elif not outcome.ok and outcome.error_type is None:
             agent.emit("log", level="error", message="the code sandbox could not be operated; the run stops")
-            from runs.engine.loop import SessionOver
-
             raise SessionOver("internal_error")
         _apply(engine, agent, outcome)
         if agent.ending:

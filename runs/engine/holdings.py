@@ -26,7 +26,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from runs.engine.spec import MODULE_KINDS
-from runs.engine.tools import ArchiveStore, BoardStore, MemoryStore, SkillLibrary, TaskStore
+from runs.engine.tools.module_stores import ArchiveStore, BoardStore, MemoryStore, TaskStore
+from runs.engine.tools.skills import SkillLibrary
 
 # Which capability switches each kind on (history is every agent's window).
 KIND_CAPABILITY = {"memories": "memories", "tasks": "tasks", "board": "project-management",

@@ -15,8 +15,9 @@ branch gg would use (`gg/issue-<n>`, n in dispatch order) is reported on agent_s
 worktree_merged only — an accepted issue is a clean merge, a failed one a discard.
 """
 
+from runs.engine.agents import Agent, Handle, message
 from runs.engine.holdings import open_holdings
-from runs.engine.tools import ToolError
+from runs.engine.tools.errors import ToolError
 
 TERMINAL = ("done", "failed")
 
@@ -101,8 +102,6 @@ def _review(engine, issue, implementer, summary, branch):
 
 def _start(engine, issue, agent_id, slug, role, brief, branch):
     """Open one board-dispatched agent: top level (no parent, depth 0), scoped to the issue."""
-    from runs.engine.loop import Agent, Handle, message  # the loop imports this module
-
     profile = engine.spec.profile(slug)
     agent = Agent(engine, agent_id, profile, role=role, brief=brief, issue_id=issue["id"], worktree=branch)
     agent.handle = Handle(agent)

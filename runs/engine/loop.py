@@ -22,20 +22,21 @@ maxRuntimeSecs, maxCost, the root's own ceiling) found inside a wait fails the w
 agent's turn closes, and the run ends. session_summary and session_ended close every run.
 """
 
-import hashlib
 import json
 import logging
 import time
-from collections import Counter, deque
+from collections import Counter
 from pathlib import Path
 
-from runs.engine import issues, thread, toolcalls
+from runs.engine import codeturn, thread, toolcalls
+from runs.engine.agents import Agent, Handle, SessionOver, message
+from runs.engine.delegation import Delegator
+from runs.engine.holdings import StoreRegistry, open_holdings
 from runs.engine.providers import SUBMIT_PROGRAM, ProviderError, Request, make_provider
 from runs.engine.spec import MODULE_KINDS
-from runs.engine.holdings import StoreRegistry, open_holdings, succeed
-from runs.engine.tools import ToolError, Workspace, estimate_tokens
+from runs.engine.summary import close_session
+from runs.engine.tools.workspace import Workspace
 from surfaces.arms import surface_apis
-from surfaces.grants import Grants
 
 log = logging.getLogger(__name__)
 
@@ -43,110 +44,12 @@ BANDS = ("system", "user_prompt", "assistant", "tool_output", "compiler_error", 
          "text_view", "docs_view", "search_results", "skill", "memory", "task_list", "history")
 DEFAULT_WINDOW = 128_000
 SNAPSHOT_KINDS = ("skills", "memories", "tasks", "board", "archive")  # the opening's snapshot order
-DELEGATION = ("spawn_subagent", "wait_for_subagents", "send_message", "exec", "fork", "transition_state")
-ENDING_TOOLS = ("finish", "approve", "request_changes")
-ERROR_KINDS = ("model_api", "transpile", "program_fault", "sandbox_limit", "missing_completion")
+# The error kinds a turn_outcome carries (gg's session_summary.errors counts each).
+TURN_ERROR_KINDS = ("model_api", "transpile", "program_fault", "sandbox_limit", "missing_completion")
 
 
-class SessionOver(Exception):
-    """A stop. `agent` is set for a per-agent ceiling (maxTurns, the error ceilings): it stops that
-    agent alone, which a subagent or fork returns to its spawner; anything else ends the run."""
 
-    def __init__(self, status, breach=None, agent=None):
-        super().__init__(status)
-        self.status, self.breach, self.agent = status, breach, agent
-
-
-def message(role, content, source, **extra):
-    msg = {"role": role, "content": content, "source": source, **extra}
-    fingerprint = json.dumps([role, content, extra.get("toolCalls"), extra.get("toolCallId")], sort_keys=True)
-    msg["id"] = "m-" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
-    calls = extra.get("toolCalls")
-    msg["tokens"] = estimate_tokens((content or "") + (json.dumps(calls) if calls else ""))
-    return msg
-
-
-class Handle:
-    """A spawner's hold on a child across its successions: the current incarnation and its result."""
-
-    def __init__(self, agent):
-        self.agent = agent
-        self.id = agent.id  # the id the spawner was handed
-        self.done = False
-        self.status = None  # the subagent-result status once done
-        self.summary = ""
-        self.collected = False
-        self.ending = None  # (kind, summary, items): a board dispatch reads a reviewer's verdict from it
-
-
-class Agent:
-    def __init__(self, engine, agent_id, profile, *, parent=None, parent_id=None, depth=0, role="standard",
-                 brief=None, machine=None, state=None, issue_id=None, worktree=None):
-        self.engine = engine
-        self.id = agent_id
-        self.profile = profile
-        self.parent = parent  # the spawner (a subagent or fork reports to it)
-        self.parent_id = parent_id
-        self.depth = depth
-        self.role = role
-        self.brief = brief
-        self.machine, self.state = machine, state  # the machine shell profile and the state it stands in
-        self.issue_id, self.worktree = issue_id, worktree  # a board-dispatched agent's issue and branch
-        self.holdings = {}
-        self.turns = 0
-        self.consecutive = 0
-        self.recent = deque(maxlen=engine.spec.limits.error_rate_window or 1)
-        self.status = "running"  # "blocked" while it waits on subagents or an issue inside a call
-        self.compaction = None  # a declared self-compaction, applied at the top of the next turn
-        self.inbox = []
-        self.children = []  # Handles
-        self.handle = None  # the spawner's Handle on this agent
-        self.pool = set()  # context_message ids already defined on this stream
-        self.tool_calls = 0
-
-    @property
-    def workspace(self):
-        return self.engine.workspace
-
-    @property
-    def window(self):
-        return self.holdings["history"].impl.messages
-
-    @property
-    def reports_status(self):
-        """Whether agent_status is on this stream: every spawned and board-dispatched agent (the root
-        chain's ending is the session's)."""
-        return self.parent_id is not None or self.issue_id is not None
-
-    @property
-    def in_machine_with_edges(self):
-        return bool(self.machine and self.machine.state(self.state).transitions)
-
-    def grants(self):
-        config = self.profile.grant_config()
-        memories = self.holdings.get("memories")
-        if "memories" in config and memories is not None and not memories.writable:
-            config["memories"] = dict(config["memories"], scope="read-only")
-        return Grants(capabilities=config, operations=self.profile.operations, tools=self.profile.tools,
-                      role=self.role, machine=self.in_machine_with_edges, roster=bool(self.profile.roster))
-
-    def offered_tools(self):
-        return self.grants().offered_tools() if self.profile.mode == "tool_calling" else []
-
-    def store(self, kind):
-        holding = self.holdings[kind]
-        if not holding.enabled:
-            raise ToolError("unavailable", f"this agent holds no {kind}")
-        return holding.impl
-
-    def params(self, capability_id):
-        return self.profile.params(capability_id)
-
-    def emit(self, type_, **fields):
-        return self.engine.telemetry.emit(type_, self, **fields)
-
-
-class Engine:
+class Engine(Delegator):
     def __init__(self, spec, telemetry, workspace_dir, should_cancel=lambda: False, provider=None):
         self.spec = spec
         self.telemetry = telemetry
@@ -167,7 +70,7 @@ class Engine:
             self.workspace.deadline = self.started + spec.limits.max_runtime_secs
         self.workspace.interrupt = self._interrupt
         self.slots = {}  # (profile, model) -> summed tokens
-        self.errors = {kind: 0 for kind in ERROR_KINDS}
+        self.errors = {kind: 0 for kind in TURN_ERROR_KINDS}
         self.errors_by_type = {}
         self.max_consecutive = 0
         self.code_executions = 0
@@ -246,7 +149,7 @@ class Engine:
             log.exception("engine run %s failed", self.telemetry.session_id)
             self.telemetry.emit("log", level="error", message=f"the engine failed: {type(exc).__name__}: {exc}")
             status = "internal_error"
-        self._epilogue(status, breach)
+        close_session(self, status, breach)
         return status
 
     def _schedule(self):
@@ -352,9 +255,9 @@ class Engine:
         chars = len(reply.text or "") + sum(len(c.args.get("program") or "") for c in reply.tool_calls
                                             if c.name == "submit_program")
         if agent.profile.mode == "responses_as_code":
-            error = self._code_turn(agent, reply)
+            error = codeturn.run(self, agent, reply)
         else:
-            error = self._tool_turn(agent, reply, offered)
+            error = toolcalls.run_turn(self, agent, reply, offered)
         if agent.ending:
             self._outcome(agent, "finished", responseChars=chars)
         elif error:
@@ -423,273 +326,6 @@ class Engine:
                 raise SessionOver("limit_exceeded", self._breach(agent, "error_rate", limits.max_error_rate,
                                                                  rate, window), agent)
 
-    # -- tool calling ----------------------------------------------------------------------
-    def _tool_turn(self, agent, reply, offered):
-        if not reply.tool_calls:
-            agent.window.append(message("user", "Your reply called no tool. Work by calling tools, and end the "
-                                        "session with one of: " + ", ".join(t for t in offered if t in ENDING_TOOLS)
-                                        + ".", "system"))
-            return ("missing_completion", "missing_completion_no_call")
-        for call in reply.tool_calls:
-            agent.emit("tool_call", name=call.name, args=call.args)
-            try:
-                if call.name not in offered:
-                    raise ToolError("unavailable", f"`{call.name}` is not a tool this agent was offered")
-                if call.name in ENDING_TOOLS:
-                    summary, content = self._ending(agent, call.name, call.args)
-                elif call.name in DELEGATION:
-                    summary, content = self._delegate(agent, call.name, call.args)
-                elif call.name == "wait_for_issue":
-                    content = issues.wait(self, agent, call.args.get("issue_id"))
-                    summary = content.split(":", 1)[0]
-                else:
-                    summary, content, changed = toolcalls.dispatch(agent, call.name, call.args)
-                    agent.tool_calls += 1
-                    for kind in changed:
-                        self.snapshot(agent, kind)
-                agent.emit("tool_result", name=call.name, ok=True, summary=summary)
-            except ToolError as exc:
-                summary, content = None, f"error ({exc.code}): {exc.message}"
-                self.tool_failures[exc.code] = self.tool_failures.get(exc.code, 0) + 1
-                agent.emit("tool_result", name=call.name, ok=False, summary=exc.message, failure=exc.code)
-            agent.window.append(message("tool", content, "tool_output", toolCallId=call.id))
-        return None
-
-    def _ending(self, agent, name, args):
-        if name == "finish":
-            summary = args.get("summary")
-            if not isinstance(summary, str) or not summary.strip():
-                raise ToolError("invalid-argument", "finish needs a non-empty summary")
-            agent.ending = ("finish", summary.strip(), None)
-        elif name == "approve":
-            agent.ending = ("approve", "approved", None)
-        else:
-            items = [i.strip() for i in args.get("items") or [] if isinstance(i, str) and i.strip()]
-            if not items:
-                raise ToolError("invalid-argument", "request_changes needs at least one change")
-            agent.ending = ("request_changes", "changes requested:\n" + "\n".join(f"- {i}" for i in items), items)
-        return name.replace("_", " "), "the session ends when this turn closes"
-
-    # -- delegation (both modes) -----------------------------------------------------------
-    def _delegate(self, agent, name, args):
-        if name == "spawn_subagent":
-            child = self.spawn(agent, args.get("agent"), args.get("prompt"))
-            return f"spawned {child.id}", json.dumps({"agentId": child.id})
-        if name == "wait_for_subagents":
-            results = self.wait(agent, args.get("ids"))
-            return f"{len(results)} returned", json.dumps(results)
-        if name == "send_message":
-            self.send(agent, args.get("to"), args.get("message"))
-            return f"sent to {args.get('to')}", "sent"
-        if agent.succession is not None and name in ("exec", "transition_state"):
-            raise ToolError("refused", "a succession is already declared this turn; the first one stands")
-        if name == "exec":
-            entry = agent.profile.roster_entry(args.get("agent"))
-            if entry is None or "subagent" not in entry.scopes:
-                raise ToolError("invalid-argument", f"{args.get('agent')!r} is not in this agent's roster")
-            agent.succession = ("exec", entry.agent, args.get("prompt"))
-            return f"exec {entry.agent}", "the session is handed on when this turn closes"
-        if name == "transition_state":
-            edge = next((t for t in agent.machine.state(agent.state).transitions if t.to == args.get("to")), None)
-            if edge is None:
-                raise ToolError("invalid-argument", f"there is no edge from {agent.state} to {args.get('to')!r}")
-            agent.succession = ("fsm", edge, args.get("prompt"))
-            return f"transition to {edge.to}", "the machine moves when this turn closes"
-        fork_id = self.mint_id()
-        agent.forks.append((fork_id, args.get("prompt") or ""))
-        return f"fork {fork_id}", json.dumps({"agentId": fork_id})
-
-    def spawn(self, parent, slug, prompt):
-        entry = parent.profile.roster_entry(slug)
-        if entry is None:
-            raise ToolError("invalid-argument", f"{slug!r} is not in this agent's roster")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ToolError("invalid-argument", "a subagent needs a prompt")
-        max_depth = parent.params("subagents").get("maxDepth")
-        if max_depth is not None and parent.depth + 1 > max_depth:
-            raise ToolError("limit-exceeded", f"subagents nest at most {max_depth} deep")
-        profile = self.spec.profile(entry.agent)
-        child = Agent(self, self.mint_id(), profile, parent=parent, parent_id=parent.id, depth=parent.depth + 1,
-                      role=entry.role, brief=prompt)
-        child.handle = Handle(child)
-        parent.children.append(child.handle)
-        self.open(child, [message("user", prompt, "user_prompt")],
-                  open_holdings(self.registry, profile, parent_holdings=parent.holdings))
-        return child
-
-    def send(self, sender, to, text):
-        if not isinstance(text, str) or not text.strip():
-            raise ToolError("invalid-argument", "the message is empty")
-        targets = {h.agent.id: h.agent for h in sender.children if not h.done}
-        if sender.parent is not None:
-            targets[sender.parent.id] = self._current(sender.parent)
-        target = targets.get(to)
-        if target is None:
-            raise ToolError("not-found", f"no running agent {to!r} this agent can reach")
-        target.inbox.append(message("user", f"Message from {sender.id}: {text}", "user_prompt"))
-
-    def _current(self, agent):
-        return agent.handle.agent if agent.handle else agent
-
-    def wait(self, agent, ids=None):
-        """wait_for_subagents: the awaited children (every uncollected one when `ids` is None) run to
-        their end inside the call while `agent` is blocked; returns their subagent results."""
-        if ids is None:
-            handles = [h for h in agent.children if not h.collected]
-        else:
-            known = {h.id: h for h in agent.children}
-            unknown = [i for i in ids if i not in known]
-            if unknown:
-                raise ToolError("not-found", f"no subagent of this agent is called {', '.join(map(repr, unknown))}")
-            handles = [known[i] for i in ids]
-        pending = [h for h in handles if not h.done]
-        if pending:
-            self.block(agent, ", ".join(h.id for h in pending), lambda: self.run_out(pending))
-        for h in handles:
-            h.collected = True
-        return [{"id": h.id, "status": h.status, "summary": h.summary} for h in handles]
-
-    def block(self, agent, waiting_on, work):
-        """Run `work` (other agents' turns) inside `agent`'s call: it frees its slot (`blocked`) and
-        resumes (`running`) when the work is over. A run-wide stop met inside fails the call."""
-        if self.stopping:
-            raise _stopped(self.stopping, waiting_on)
-        agent.status = "blocked"
-        agent.emit("agent_status", status="blocked", waitingOn=waiting_on)
-        try:
-            work()
-        except SessionOver as over:
-            self.stopping = over
-        agent.status = "running"
-        agent.emit("agent_status", status="running")
-        if self.stopping:
-            raise _stopped(self.stopping, waiting_on)
-
-    def run_out(self, handles):
-        """Rounds of `handles`' agents until every one has ended (or been stopped by its own ceiling)."""
-        while not all(h.done for h in handles):
-            self._round([h.agent for h in handles if not h.done])
-
-    # -- turn close: endings, successions, forks ------------------------------------------
-    def _close(self, agent):
-        if agent.ending:
-            self._end(agent, agent.ending[1])
-            return
-        if agent.succession:
-            self._succeed(agent, *agent.succession)
-        for fork_id, prompt in agent.forks:
-            self._fork(agent, fork_id, prompt)
-
-    def _end(self, agent, summary):
-        agent.status = "done"
-        handle = agent.handle
-        handle.done, handle.status, handle.summary = True, "completed", summary
-        handle.ending = agent.ending
-        if handle is not self.root_handle:  # the root's chain ending ends the session
-            agent.emit("agent_returned", summary=summary)
-            agent.emit("agent_status", status="done")
-        self.telemetry.flush()
-
-    def _fail(self, over):
-        """A subagent's or fork's own ceiling: its chain stops and the spawner collects the status."""
-        agent = over.agent.handle.agent  # the chain's current incarnation
-        agent.status = "failed"
-        handle = agent.handle
-        handle.done, handle.status = True, over.status
-        handle.summary = f"stopped by its {over.breach['limit']} ceiling ({over.status})"
-        agent.emit("agent_status", status="failed")
-        self.telemetry.flush()
-
-    def _succeed(self, agent, kind, target, prompt):
-        machine, state, from_state, transfer = agent.machine, agent.state, None, None
-        if kind == "fsm":
-            from_state, state, transfer = agent.state, target.to, target.transfer
-            profile = self.spec.profile(machine.state(state).agent)
-        else:
-            profile = self.spec.profile(target)
-        spawner_holdings = agent.parent.holdings if agent.parent else None
-        holdings, rows = succeed(self.registry, kind, agent.holdings, profile, transfer, spawner_holdings)
-        successor = Agent(self, self.mint_id(), profile, parent=agent.parent, parent_id=agent.id,
-                          depth=agent.depth, role=agent.role, brief=prompt, machine=machine, state=state,
-                          issue_id=agent.issue_id, worktree=agent.worktree)
-        successor.turns = agent.turns  # one allowance across the chain
-        successor.handle = agent.handle
-        agent.handle.agent = successor
-        agent.emit("agent_transition", kind=kind, toAgentId=successor.id, profileId=profile.slug,
-                   state=state if machine else None, modules=rows)
-        agent.status = "done"
-        if agent.reports_status:
-            agent.emit("agent_status", status="done")
-        opening = [message("user", prompt, "user_prompt")] if prompt else []
-        if not opening and not holdings["history"].store is agent.holdings["history"].store:
-            opening = [message("user", self.spec.task if agent.handle is self.root_handle else agent.brief or "",
-                               "user_prompt")]
-        self.open(successor, opening, holdings, from_state=from_state)
-
-    def _fork(self, agent, fork_id, prompt):
-        holdings, rows = succeed(self.registry, "fork", agent.holdings, agent.profile)
-        copy_ = Agent(self, fork_id, agent.profile, parent=agent, parent_id=agent.id, depth=agent.depth + 1,
-                      role=agent.role, brief=prompt, machine=agent.machine, state=agent.state)
-        copy_.turns = agent.turns
-        copy_.handle = Handle(copy_)
-        agent.children.append(copy_.handle)
-        agent.emit("agent_transition", kind="fork", toAgentId=fork_id, profileId=agent.profile.slug,
-                   state=agent.state if agent.machine else None, modules=rows)
-        self.open(copy_, [message("user", prompt, "user_prompt")] if prompt else [], holdings)
-
-    # -- code agents -----------------------------------------------------------------------
-    def _code_turn(self, agent, reply):
-        from runs.engine import codeturn  # the membrane loads wasmtime; tool-calling runs never need it
-
-        return codeturn.run(self, agent, reply)
-
-    # -- the epilogue ----------------------------------------------------------------------
-    def _epilogue(self, status, breach):
-        root = self.root_handle.agent if self.root_handle else None
-        for (profile, model), tokens in self.slots.items():
-            self.telemetry.emit("slot_usage", root, profileId=profile, modelId=model, tokens=_full(tokens))
-        turns = sum(a.turns for a in self.agents if a.handle and a.handle.agent is a)
-        total = sum(sum(v for v in t.values()) for t in self.slots.values())
-        self.telemetry.emit("log", root, level="info",
-                            message=f"session ended ({status}) after {turns} turn(s); {total} total tokens.")
-        spawned = [a for a in self.agents if a.id != "root"]
-        board = self.registry.run_wide.get("board")
-        summary = {
-            "terminalStatus": status, "agentsSpawned": len(self.agents), "subagentCount": len(spawned),
-            "maxSubagentDepth": max((a.depth for a in self.agents), default=0), "compactions": self.compactions,
-            "ranOutOfContext": False, "contextOverflowCount": 0, "issueReviews": self.review_phases["requested"],
-            "reviewCycles": self.review_phases["changes_requested"] + self.review_phases["approved"],
-            "issuesReopened": self.review_phases["changes_requested"], "executionMode": self.spec.root.mode if self.spec.root.mode != "machine"
-            else self.spec.profile(self.spec.root.states[0].agent).mode,
-            "codeExecutions": self.code_executions, "compileMs": 0,
-            "errors": {"turns": sum(a.turns for a in self.agents), "errors": sum(self.errors.values()),
-                       "maxConsecutive": self.max_consecutive, "modelApi": self.errors["model_api"],
-                       "transpile": self.errors["transpile"], "programFault": self.errors["program_fault"],
-                       "sandboxLimit": self.errors["sandbox_limit"],
-                       "missingCompletion": self.errors["missing_completion"], "loopAborts": 0,
-                       "loopAbortWords": 0, "loopAbortChars": 0, "byType": self.errors_by_type,
-                       "toolFailures": self.tool_failures},
-            "undocumentedCalls": {"calls": sum(self.undocumented.values()), "operations": dict(self.undocumented)},
-            "issuesCreated": len(board.impl.issues) if board else 0, "issuesCompleted": len(self.issues_done),
-            "slotCosts": [{"profileId": p, "modelId": m, "tokens": _full(t)} for (p, m), t in self.slots.items()],
-            "effectiveTools": root.offered_tools() if root else [],
-            "limits": self.spec.capability_set()["limits"],
-        }
-        if breach:
-            summary["limitHit"] = breach
-        self.telemetry.emit("session_summary", root, summary=summary)
-        self.telemetry.emit("session_ended", root, status=status)
-        self.telemetry.flush()
-
-
-def _stopped(over, waiting_on):
-    """The failure a wait ends in when the run stops while other agents run inside it."""
-    return ToolError("limit-exceeded" if over.breach else "other",
-                     f"the run stopped ({over.status}) while this agent waited on {waiting_on}")
-
-
-def _full(tokens):
-    return {key: tokens.get(key) for key in ("uncachedInput", "cachedInput", "output", "reasoning")}
 
 
 def _chat(msgs):

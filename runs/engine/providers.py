@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runs.engine.spec import DEMO_DIR
-from runs.engine.tools import estimate_tokens
+from runs.engine.tools.context_views import estimate_tokens
 
 SUBMIT_PROGRAM = {
     "name": "submit_program",

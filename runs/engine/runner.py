@@ -12,6 +12,7 @@ import uuid
 
 from django.utils import timezone
 
+from runs.engine.external import run_external
 from runs.engine.run_workspace import workspace_dir
 from runs.models import Run
 from runs.engine.loop import Engine
@@ -54,8 +55,6 @@ def start_run(run, *, provider=None, workspace=None):
     workspace = workspace or workspace_dir(run)
     try:
         if spec.engine == "gg":
-            from runs.engine.external import run_external
-
             status = run_external(run, spec, session_id, workspace, lambda: cancel_requested(run))
         else:
             engine = Engine(spec, telemetry, workspace, lambda: cancel_requested(run), provider=provider)

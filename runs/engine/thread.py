@@ -11,8 +11,9 @@ opening, the open views and the stores (read skills, tasks, memories: the pinned
 `compaction` event counts as retained) are carried across untouched.
 """
 
-from runs.engine.tools import ToolError
+from runs.engine.agents import message
 from runs.engine.tools.context_views import file_view
+from runs.engine.tools.errors import ToolError
 
 
 def stamp(messages, turn):
@@ -50,8 +51,6 @@ def archive(agent, ranges):
 
 def compact(engine, agent, summary, files=()):
     """Replace the thread with `summary` (and views of `files`) and emit the `compaction` event."""
-    from runs.engine.loop import message
-
     before = list(agent.window)
     before_bands, before_tokens, fullness = engine.bands(agent, before)
     kept = [m for m in before if m["role"] == "system" or m.get("turn") == 0 or "view" in m]
@@ -97,8 +96,6 @@ def _retained(agent):
 def evict_file_views(agent, path=None):
     """A tool-calling agent's evict_file_view: the read_file results of `path` (every file when
     None) give their bodies back to the window, each leaving a one-line stub; a reclaim report."""
-    from runs.engine.loop import message
-
     reads = {c["id"]: c["args"].get("path") for m in agent.window for c in m.get("toolCalls") or []
              if c["name"] == "read_file" and (path is None or c["args"].get("path") == path)}
     evicted, tokens, earliest = [], 0, None

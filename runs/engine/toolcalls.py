@@ -1,7 +1,7 @@
-"""A tool-calling agent's registry tools: each gg tool name dispatched to the typed tool
-implementations (runs.engine.tools) the membrane uses too, with the parameter shape the model is
-offered. Delegation, wait_for_issue and the ending tools are the loop's own (they change who runs),
-not here.
+"""A tool-calling agent's turn (`run_turn`) and its registry tools: each gg tool name dispatched to
+the typed tool implementations (runs.engine.tools) the membrane uses too, with the parameter shape
+the model is offered. Delegation (runs.engine.delegation), wait_for_issue (runs.engine.issues) and
+the ending tools change who runs: the turn hands them on rather than dispatching them here.
 
 A handler returns `(summary, content, snapshots)`: the short result summary for `tool_result`, the
 text the model reads back, and the store kinds whose `*_state` snapshot the call changed.
@@ -9,11 +9,14 @@ text the model reads back, and the store kinds whose `*_state` snapshot the call
 
 import json
 
-from runs.engine import thread
-from runs.engine.tools import ToolError
+from runs.engine import issues, thread
+from runs.engine.agents import message
+from runs.engine.tools.errors import ToolError
 
 S, I = {"type": "string"}, {"type": "integer"}
 STRINGS = {"type": "array", "items": S}
+DELEGATION = ("spawn_subagent", "wait_for_subagents", "send_message", "exec", "fork", "transition_state")
+ENDING_TOOLS = ("finish", "approve", "request_changes")
 
 
 def _schema(required, **props):
@@ -225,3 +228,54 @@ def dispatch(ctx, name, args):
     if not isinstance(args, dict):
         raise ToolError("invalid-argument", "the arguments must be an object")
     return TOOLS[name][1](ctx, args)
+
+
+def run_turn(engine, agent, reply, offered):
+    """A tool-calling turn: each of the reply's tool calls, bracketed by tool_call/tool_result.
+    Returns the turn's (error, errorType), or None."""
+    if not reply.tool_calls:
+        agent.window.append(message("user", "Your reply called no tool. Work by calling tools, and end the "
+                                    "session with one of: " + ", ".join(t for t in offered if t in ENDING_TOOLS)
+                                    + ".", "system"))
+        return ("missing_completion", "missing_completion_no_call")
+    for call in reply.tool_calls:
+        agent.emit("tool_call", name=call.name, args=call.args)
+        try:
+            if call.name not in offered:
+                raise ToolError("unavailable", f"`{call.name}` is not a tool this agent was offered")
+            if call.name in ENDING_TOOLS:
+                summary, content = ending(agent, call.name, call.args)
+            elif call.name in DELEGATION:
+                summary, content = engine.delegate(agent, call.name, call.args)
+            elif call.name == "wait_for_issue":
+                content = issues.wait(engine, agent, call.args.get("issue_id"))
+                summary = content.split(":", 1)[0]
+            else:
+                summary, content, changed = dispatch(agent, call.name, call.args)
+                agent.tool_calls += 1
+                for kind in changed:
+                    engine.snapshot(agent, kind)
+            agent.emit("tool_result", name=call.name, ok=True, summary=summary)
+        except ToolError as exc:
+            summary, content = None, f"error ({exc.code}): {exc.message}"
+            engine.tool_failures[exc.code] = engine.tool_failures.get(exc.code, 0) + 1
+            agent.emit("tool_result", name=call.name, ok=False, summary=exc.message, failure=exc.code)
+        agent.window.append(message("tool", content, "tool_output", toolCallId=call.id))
+    return None
+
+
+def ending(agent, name, args):
+    """An ending tool: the agent's ending, which the turn's close applies."""
+    if name == "finish":
+        summary = args.get("summary")
+        if not isinstance(summary, str) or not summary.strip():
+            raise ToolError("invalid-argument", "finish needs a non-empty summary")
+        agent.ending = ("finish", summary.strip(), None)
+    elif name == "approve":
+        agent.ending = ("approve", "approved", None)
+    else:
+        items = [i.strip() for i in args.get("items") or [] if isinstance(i, str) and i.strip()]
+        if not items:
+            raise ToolError("invalid-argument", "request_changes needs at least one change")
+        agent.ending = ("request_changes", "changes requested:\n" + "\n".join(f"- {i}" for i in items), items)
+    return name.replace("_", " "), "the session ends when this turn closes"

@@ -18,12 +18,14 @@ import queue
 import threading
 from contextlib import contextmanager
 
+import redis
 from asgiref.sync import async_to_sync
 from channels.consumer import SyncConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from runs.engine.runner import start_run
 from runs.models import Run
 
 log = logging.getLogger(__name__)
@@ -54,8 +56,6 @@ def dispatch(run_pk: int) -> None:
 
 def execute(run_pk: int) -> None:
     """Run one queued run to its end; a failure outside the engine's own handling leaves a clear status."""
-    from runs.engine.runner import start_run  # the engine loads wasmtime; only workers need it
-
     try:
         run = Run.objects.get(pk=run_pk)
         if run.status != Run.Status.QUEUED or run.cancel_requested:
@@ -130,8 +130,6 @@ _threads = _ThreadPool(THREADS)
 
 
 def _redis():
-    import redis
-
     return redis.Redis.from_url(settings.REDIS_URL)
 
 

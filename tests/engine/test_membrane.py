@@ -299,7 +299,7 @@ def test_every_wit_shape_crosses_the_membrane_intact_both_ways(tmp_path, monkeyp
     bools, as handlers receive them and as programs get them back. The host side converts at the
     C API's level (runs/engine/wit_values.py), so a wasmtime upgrade that moved a layout fails here."""
     from runs.engine.sandbox.handlers import HANDLERS
-    from runs.engine.tools import ToolError
+    from runs.engine.tools.errors import ToolError
 
     received = []
 

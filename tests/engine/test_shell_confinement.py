@@ -14,7 +14,9 @@ from django.conf import settings
 from runs.engine.loop import Engine
 from runs.engine.spec import validate_spec
 from runs.engine.telemetry import Telemetry
-from runs.engine.tools import ToolError, Workspace, confined
+from runs.engine.tools import confined
+from runs.engine.tools.errors import ToolError
+from runs.engine.tools.workspace import Workspace
 from runs.engine.tools.confined import Limits, run_confined
 from tests.engine.test_engine import call, spec, tool_agent
 from tests.engine_helpers import of_type

@@ -2,7 +2,9 @@
 
 import pytest
 
-from runs.engine.tools import BoardStore, MemoryStore, TaskStore, ToolError, Workspace
+from runs.engine.tools.errors import ToolError
+from runs.engine.tools.module_stores import BoardStore, MemoryStore, TaskStore
+from runs.engine.tools.workspace import Workspace
 from tests.gg_schema import validate_record
 
 

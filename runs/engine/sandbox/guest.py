@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 
 import wasmtime
+from django.conf import settings
 from wasmtime import Config, Engine, Store, WasiConfig
-from wasmtime.component import Component, FuncType, Linker
+from wasmtime.component import Component, FuncType, Linker, Record
 
 from runs.engine.sandbox.wit_values import add_host_func, lift
 
@@ -42,8 +43,6 @@ class SandboxError(Exception):
 
 def var_dir():
     try:
-        from django.conf import settings
-
         return Path(settings.VAR_DIR)
     except Exception:  # used outside Django too (bench/sandbox)
         return REPO / "var"
@@ -225,8 +224,6 @@ def _ticks(seconds):
 
 
 def _module_record(module):
-    from wasmtime.component import Record
-
     record = Record()
     record.name, record.source = module
     return record

@@ -5,7 +5,8 @@ variants as (case, payload)). A handler raises ToolError for a failed call; the 
 already emitted api_call and asked the gate before a handler runs.
 """
 
-from runs.engine.tools import ToolError, docs
+from runs.engine.tools import docs
+from runs.engine.tools.errors import ToolError
 from runs.engine.tools.context_views import SEARCH_RESULTS, docs_view, file_view, text_view
 from surfaces.catalogue import BY_ID, OPERATIONS
 

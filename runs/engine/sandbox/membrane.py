@@ -24,8 +24,11 @@ from surfaces.arms import spell
 from surfaces.catalogue import BY_ID, ENDINGS
 from surfaces.grants import Grants
 from runs.engine.sandbox import model_text as messages
-from runs.engine.tools import ToolError, Workspace, docs
-from runs.engine.tools.context_views import SEARCH_RESULTS, Window, docs_view
+from runs.engine.sandbox.handlers import HANDLERS
+from runs.engine.tools import docs
+from runs.engine.tools.errors import ToolError
+from runs.engine.tools.workspace import Workspace
+from runs.engine.tools.context_views import SEARCH_RESULTS, OpenViews, docs_view
 
 # Caps on the operator's record (seeds/004 "Caps on the operator's record").
 MAX_CALLS_DESCRIBED = 500
@@ -85,7 +88,7 @@ class AgentContext:
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES
     on_use_script: bool = False  # an on-use script may end on nothing
     mint_agent_id: Callable[[], str] | None = None  # fork's and spawn's immediate ids
-    window: Window = field(default_factory=Window)
+    window: OpenViews = field(default_factory=OpenViews)
     lib: Library = field(default_factory=Library)
     programs: list | None = None  # the program library ({id, turn, source, ok, error}); None when not kept
     delegation: object = None  # optional engine hook: spawn(request)->handle, wait(ids)->results, send(id, message)
@@ -399,6 +402,7 @@ class Membrane:
 def run_program(ctx, source, sandbox=None):
     """Run one program of `ctx`'s agent through the Python guest. Never raises for the program's
     faults: a compile error, a throw, a sandbox limit or a toolchain failure are all outcomes."""
+    # Imported here, not at the top: the guest loads wasmtime, which a tool-calling run never needs.
     from runs.engine.sandbox.guest import SandboxError, Trap, get_sandbox
 
     outcome = ProgramOutcome(ok=False)
@@ -446,7 +450,5 @@ def _error_type(error):
         return "sandbox_out_of_memory"
     return "program_throw"
 
-
-from runs.engine.sandbox.handlers import HANDLERS  # noqa: E402  (the handlers import Membrane's helpers by name)
 
 __all__ = ["AgentContext", "ProgramOutcome", "Library", "Membrane", "run_program"]

@@ -6,13 +6,17 @@ seeds/004's: `View: <label>`, `Documentation: <name>`, `File: <path>:<first>-<la
 
 from dataclasses import dataclass
 
-from runs.engine.tools import ToolError, estimate_tokens
+from runs.engine.tools.errors import ToolError
 
 MAX_TEXT_VIEW_BYTES = 65_536
 MAX_VIEW_LABEL_BYTES = 200
 MAX_FILE_VIEW_BYTES = 65_536
-KIND_WORDS = {"file": "file", "text": "text", "docs": "documentation"}
 SEARCH_RESULTS = "search results"  # the text view a documentation search opens (and replaces)
+
+
+def estimate_tokens(text):
+    """A rough token estimate (about four characters a token), never zero for non-empty text."""
+    return (len(text) + 3) // 4
 
 
 @dataclass
@@ -32,7 +36,7 @@ class View:
         return f"{self.heading}\n\n{self.body}"
 
 
-class Window:
+class OpenViews:
     """The agent's open views, in the order they were placed."""
 
     def __init__(self):

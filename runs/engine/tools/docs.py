@@ -14,13 +14,12 @@ from pathlib import Path
 
 from surfaces.arms import arm
 from surfaces.catalogue import BY_ID, MODULES
-from runs.engine.tools import ToolError
+from runs.engine.tools.errors import ToolError
 
 WIT_PATH = Path(__file__).resolve().parents[3] / "wit" / "gg-sandbox.wit"
 DEFAULT_LIMIT, MAX_LIMIT = 20, 100
 PRIMITIVES = {"string": "str", "bool": "bool", "u32": "int", "u64": "int", "s32": "int", "s64": "int", "f64": "float",
               "f32": "float", "u8": "int"}
-FLAG_ORDER = ("return", "parameters", "errors")
 
 
 @dataclass

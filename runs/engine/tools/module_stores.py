@@ -7,7 +7,7 @@ the engine decides which agents hold which store.
 
 import re
 
-from runs.engine.tools import ToolError
+from runs.engine.tools.errors import ToolError
 
 
 def _lines(text):

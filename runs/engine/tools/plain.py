@@ -11,7 +11,7 @@ without following anything.
 import os
 import stat
 
-from runs.engine.tools import ToolError
+from runs.engine.tools.errors import ToolError
 
 
 def refusal(st, shown):

@@ -2,7 +2,7 @@
 
 import os
 
-from runs.engine.tools import ToolError
+from runs.engine.tools.errors import ToolError
 from runs.engine.tools.plain import plain_dir, read_plain, scan_plain
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import re2
 
-from runs.engine.tools import ToolError
+from runs.engine.tools.errors import ToolError
 from runs.engine.tools.plain import read_plain, scan_plain
 
 TREE_MAX_LINES = 1000

@@ -16,7 +16,7 @@ import stat
 import time
 from pathlib import Path
 
-from runs.engine.tools import ToolError
+from runs.engine.tools.errors import ToolError
 from runs.engine.tools.confined import ConfinementUnavailable, Limits, run_confined
 from runs.engine.tools import walks
 from runs.engine.tools.plain import read_plain, refusal, scan_plain

@@ -5,6 +5,7 @@ exactly what the model would be told (its views, then the notices and the error)
 """
 
 import json
+import sys
 import tempfile
 from datetime import datetime, timezone
 from itertools import count
@@ -13,8 +14,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.engine.sandbox.membrane import AgentContext, run_program
-from runs.engine.sandbox.model_text import render
-from runs.engine.tools import ArchiveStore, BoardStore, MemoryStore, SkillLibrary, TaskStore, Workspace
+from runs.engine.tools.module_stores import ArchiveStore, BoardStore, MemoryStore, TaskStore
+from runs.engine.tools.skills import SkillLibrary
+from runs.engine.tools.workspace import Workspace
 from surfaces.catalogue import BY_ID, CAPABILITIES
 from surfaces.grants import Grants
 
@@ -55,8 +57,6 @@ class Command(BaseCommand):
 
     def _source(self, name):
         if name == "-":
-            import sys
-
             return sys.stdin.read()
         try:
             return Path(name).read_text()
