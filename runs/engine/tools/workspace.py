@@ -16,6 +16,8 @@ import stat
 import time
 from pathlib import Path
 
+from django.conf import settings
+
 from runs.engine.tools.errors import ToolError
 from runs.engine.tools.confined import ConfinementUnavailable, Limits, run_confined
 from runs.engine.tools import walks
@@ -32,8 +34,6 @@ IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
 
 def default_quota():
     try:
-        from django.conf import settings
-
         return int(getattr(settings, "GG_WORKSPACE_QUOTA_BYTES", DEFAULT_QUOTA_BYTES))
     except Exception:  # used outside Django too (bench, the run_program command's tests)
         return DEFAULT_QUOTA_BYTES
