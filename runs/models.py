@@ -271,3 +271,56 @@ class SavedConfiguration(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class RunFacts(models.Model):
+    """What the runs list filters and sorts on and the analysis reads, one row per run: a fold of the
+    run's projections kept by the write path (`runs.across.facts.refresh`), so a list of 10,000 runs
+    never reads an agent or an event. Agent-level sets are stored as ``|a|b|`` text so one LIKE
+    filters them on SQLite and PostgreSQL alike."""
+
+    run = models.OneToOneField(Run, primary_key=True, on_delete=models.CASCADE, related_name="facts")
+    seq = models.PositiveBigIntegerField(default=0)  # the run's last_seq these facts were folded at
+    search = models.TextField(blank=True)  # lowercased name, session id, task, models, profiles
+    task = models.TextField(blank=True)
+    execution_modes = models.TextField(blank=True)
+    languages = models.TextField(blank=True)
+    doc_view_types = models.TextField(blank=True)
+    model_ids = models.TextField(blank=True)
+    profile_slugs = models.TextField(blank=True)
+    divergences = models.PositiveIntegerField(default=0)
+    refusals = models.PositiveIntegerField(default=0)
+    refusals_by_agent = models.JSONField(default=dict, blank=True)  # {agent id: {operation: n}}
+    peak_context = models.JSONField(default=dict, blank=True)  # {agent id: the largest totalTokens reported}
+    failed_calls = models.PositiveIntegerField(default=0)  # tool + API failures (the list sorts on it)
+    total_tokens = models.BigIntegerField(null=True, blank=True)
+    cost = models.FloatField(null=True, blank=True)  # comparable cost
+    duration_seconds = models.FloatField(null=True, blank=True)
+    last_event_at = models.DateTimeField(null=True, blank=True)  # when the write path last stored a record
+
+    def __str__(self):
+        return f"facts of {self.run_id}"
+
+
+class SavedView(models.Model):
+    """A named runs-list filter, comparison or analysis: the page's query string, shared by URL."""
+
+    class Kind(models.TextChoices):
+        LIST = "list"
+        COMPARE = "compare"
+        ANALYSIS = "analysis"
+
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    query = models.TextField(blank=True)  # the query string, without the "?"
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "name", "id"]
+        constraints = [models.UniqueConstraint(fields=["kind", "name"], name="saved_view_name_per_kind")]
+
+    def __str__(self):
+        return self.name

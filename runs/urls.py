@@ -1,5 +1,6 @@
 from django.urls import path
 
+from runs.across import views as across_views
 from runs.ingest import views as ingest_views
 from runs.ingest import api
 from runs.feed import views as feed_views
@@ -8,7 +9,13 @@ from runs.launch import views as launch_views
 
 app_name = "runs"
 urlpatterns = [
-    path("", overview.run_list, name="list"),
+    path("", across_views.run_list, name="list"),
+    path("runs/selected/", across_views.runs_selected, name="selected"),
+    path("runs/compare/", across_views.compare_page, name="compare"),
+    path("api/runs/compare", across_views.api_compare, name="api_compare"),
+    path("analysis/", across_views.analysis_page, name="analysis"),
+    path("views/save/", across_views.view_save, name="view_save"),
+    path("views/<int:pk>/", across_views.view_open, name="view"),
     path("runs/import/", ingest_views.run_import, name="import"),
     path("runs/<int:pk>/", overview.overview_page, name="detail"),
     path("runs/<int:pk>/export.ndjson", ingest_views.run_export, name="export"),

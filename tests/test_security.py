@@ -25,7 +25,7 @@ from tests.pages_helpers import load
 
 REPO = Path(__file__).resolve().parent.parent
 LOGIN_PAGES = {"login", "admin:login"}  # the login forms themselves
-TOKEN_API = {"runs:api_events", "runs:api_report"}  # a bearer token or a session; never anonymous
+TOKEN_API = {"runs:api_events", "runs:api_report", "runs:api_compare"}  # a bearer token or a session; never anonymous
 SAMPLE = {"int": "1", "str": "x", "slug": "x", "path": "x", "uuid": "00000000-0000-0000-0000-000000000000"}
 
 
@@ -87,7 +87,8 @@ def test_anonymous_is_refused_everywhere(client):
 def test_token_api_refuses_without_a_valid_token(client, operator):
     run = Run.objects.create(name="guarded")
     bad = {"HTTP_AUTHORIZATION": "Bearer not-a-token"}
-    for path in ("/api/runs/guarded/events", f"/api/runs/{run.pk}/events", f"/api/runs/{run.pk}/report"):
+    for path in ("/api/runs/guarded/events", f"/api/runs/{run.pk}/events", f"/api/runs/{run.pk}/report",
+                 f"/api/runs/compare?a={run.pk}&b={run.pk}"):
         for headers in ({}, bad):
             assert client.get(path, **headers).status_code == 401, path
             assert client.post(path, b'{"type":"log"}\n', content_type="application/x-ndjson",

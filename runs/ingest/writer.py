@@ -29,6 +29,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from runs.across import facts as run_facts
 from runs.feed import doorbell, search
 from runs.models import Event, RejectedLine, Run
 from runs.ingest.projections import NUL_ESCAPE, Projector, event_columns, loads_record, scrub_nul
@@ -269,6 +270,7 @@ class _Import:
             new_rejections = self._store_rejections(run, rejected)
             run.rejected_count += new_rejections
             projector.flush(extra_run_fields=("last_seq", "rejected_count"))
+            run_facts.after_chunk(run, classified)  # what the runs list filters on
 
             self.result.stored += len(rows)
             self.result.rejected += len(rejected)

@@ -1,13 +1,12 @@
-"""The runs list (templates/runs/run_list.html) and a run's Overview tab (templates/runs/run_detail.html):
-the clocks, the declared profiles and the rejected lines. Tests: tests/pages/test_pages.py,
-tests/ingest/test_ingest_pages.py.
+"""A run's Overview tab (templates/runs/run_detail.html): the clocks, the declared profiles and the
+rejected lines. Tests: tests/pages/test_pages.py, tests/ingest/test_ingest_pages.py. (The runs list
+is runs.across.)
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from django.core.paginator import Paginator
 from django.db.models import Count, Q, Sum
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -16,27 +15,12 @@ from runs.ingest.projections import as_list
 from runs.models import Agent, RejectedLine, Run
 from runs.pages.common import get_run, run_context
 
-RUNS_PER_PAGE = 50
-
-
-@require_GET
-def run_list(request):
-    page = run_list_page(request.GET.get("page"))
-    return render(request, "runs/run_list.html", {"page": page})
-
-
 @require_GET
 def overview_page(request, pk):
     run = get_run(pk)
     context = run_context(run, "overview", profiles=run_profiles(run), rejected_lines=run_rejected_lines(run))
     context["clocks"] = run_clocks(run, duration=context["header"]["duration"])
     return render(request, "runs/run_detail.html", context)
-
-
-def run_list_page(page_number=None, *, per_page: int = RUNS_PER_PAGE):
-    """Newest first (by when the console received the run), paginated; one query per page."""
-    runs = Run.objects.order_by("-created_at", "-id")
-    return Paginator(runs, per_page).get_page(page_number)
 
 
 def run_clocks(run: Run, *, duration=None) -> dict:

@@ -1,0 +1,237 @@
+"""Two runs (or two agents) side by side: the capability sets as a structural diff, agents paired by
+profile slug and role (then by order), and per pair and in total every figure with its delta (b − a).
+
+Each side's figures are read off its run report (runs.pages.report.build_report), so a delta here
+is exactly the difference of the two reports; the per-agent token classes and cost come from the
+agent's usage projection and the peak context from RunFacts, the two figures the report leaves out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from runs.across import facts as run_facts
+from runs.models import Agent, Run, RunFacts
+from runs.ingest.projections import TOKEN_CLASSES
+from runs.pages.report import build_report
+
+LIST_KEYS = ("slug", "id", "agent", "name", "kind")  # what names an entry of a list of objects
+
+
+def _key(item, index):
+    if isinstance(item, dict):
+        for k in LIST_KEYS:
+            if isinstance(item.get(k), str) and item[k]:
+                return item[k]
+    return f"#{index}"
+
+
+def structural_diff(a, b, path: str = "") -> list[dict]:
+    """Every difference between two JSON values as ``{path, change, a, b}`` (change: added, removed,
+    changed); lists of objects are matched by their slug/id/name, lists of scalars as sets."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in list(a) + [k for k in b if k not in a]:
+            sub = f"{path}{k}" if str(k).startswith("[") else f"{path}.{k}" if path else str(k)
+            if k not in b:
+                out.append({"path": sub, "change": "removed", "a": a[k], "b": None})
+            elif k not in a:
+                out.append({"path": sub, "change": "added", "a": None, "b": b[k]})
+            else:
+                out += structural_diff(a[k], b[k], sub)
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        if all(not isinstance(x, (dict, list)) for x in a + b):
+            gone = [x for x in a if x not in b]
+            new = [x for x in b if x not in a]
+            out = [{"path": path, "change": "removed", "a": x, "b": None} for x in gone]
+            return out + [{"path": path, "change": "added", "a": None, "b": x} for x in new]
+        ka = {f"[{_key(x, i)}]": x for i, x in enumerate(a)}
+        kb = {f"[{_key(x, i)}]": x for i, x in enumerate(b)}
+        return structural_diff(ka, kb, path) if len(ka) == len(a) and len(kb) == len(b) else (
+            [] if a == b else [{"path": path, "change": "changed", "a": a, "b": b}])
+    if a != b or type(a) is not type(b):
+        return [{"path": path, "change": "changed", "a": a, "b": b}]
+    return []
+
+
+def declared(run: Run) -> dict:
+    """What the run was declared with: its capability set, plus the launch's provider."""
+    out = dict(run.capability_set) if isinstance(run.capability_set, dict) else {}
+    if isinstance(run.launch_spec, dict) and "provider" in run.launch_spec:
+        out["provider"] = run.launch_spec["provider"]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures of one side
+
+
+def _num(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def agent_calls(doc: dict) -> dict:
+    """{operation or tool: calls} off the report's surface: every offered entry (0 kept), then
+    what was called outside it."""
+    s = doc["surface"]
+    calls = {t["name"]: t["calls"] for t in s["tools"]}
+    for api in s["apis"]:
+        for fn in api["functions"]:
+            calls[fn.get("operation") or fn["name"]] = fn["calls"]
+    for row in s["unofferedCalls"] + s["callsWithoutSurface"]:
+        calls[row["operation"] or row["name"]] = row["calls"]
+    return calls
+
+
+def _failures(api: dict, tool: dict) -> dict:
+    out = {f"api {k}": v for k, v in (api or {}).items()}
+    out.update({f"tool {k}": v for k, v in (tool or {}).items()})
+    return out
+
+
+def agent_figures(doc: dict, usage: dict, peak) -> dict:
+    usage = usage if isinstance(usage, dict) else {}
+    return {
+        "turns": doc["turns"], "errorTurns": doc["errorTurns"], "errorTurnsByKind": dict(doc["errorTurnsByKind"]),
+        "calls": doc["calls"], "callsByOperation": agent_calls(doc),
+        "refusalsByOperation": dict(Counter(r["operation"] or r["spelling"] for r in doc["refusals"])),
+        "failuresByClass": _failures(doc["apiFailures"], doc["toolFailures"]),
+        "tokens": {c: (usage.get("tokens") or {}).get(c) for c in TOKEN_CLASSES},
+        "cost": (usage.get("cost") or {}).get("comparable"),
+        "peakContext": peak,
+    }
+
+
+def run_figures(report: dict, agent_rows: list[dict]) -> dict:
+    run = report["run"]
+    calls = Counter()
+    for row in agent_rows:
+        calls.update(row["callsByOperation"])
+    divergences = Counter(d["kind"] for d in report["divergences"])
+    stores = Counter(s["kind"] for s in report["stores"])
+    peaks = [row["peakContext"] for row in agent_rows if row["peakContext"] is not None]
+    return {
+        "agents": run["counts"]["agents"], "turns": run["counts"]["turns"], "errorTurns": run["counts"]["errorTurns"],
+        "errorTurnsByKind": dict(run["errorTurnsByKind"]), "calls": run["counts"]["calls"],
+        "callsByOperation": dict(calls),
+        "refusalsByOperation": {r["operation"]: r["refused"] for r in report["refusalTotals"]},
+        "failuresByClass": _failures(run["apiFailures"], run["toolFailures"]),
+        "tokens": {c: run["usage"]["tokens"].get(c) for c in TOKEN_CLASSES},
+        "cost": run["usage"]["cost"].get("comparable") if run["usage"]["cost"] else None,
+        "durationSeconds": run["durationSeconds"],
+        "peakContext": max(peaks) if peaks else None,
+        "divergences": run["counts"]["divergences"], "divergencesByKind": dict(divergences),
+        "stores": len(report["stores"]), "storesByKind": dict(stores),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Side by side
+
+
+def delta(a, b):
+    a, b = _num(a), _num(b)
+    if a is None and b is None:
+        return None
+    return (b or 0) - (a or 0)
+
+
+def side_by_side(fa: dict, fb: dict) -> list[dict]:
+    """[{figure, key, a, b, delta}] for every figure; a keyed figure gets one row per key of either
+    side (a key one side lacks reads 0 there: a count it never made)."""
+    rows = []
+    for figure in fa:
+        va, vb = fa[figure], fb.get(figure)
+        if isinstance(va, dict):
+            for key in list(va) + sorted(k for k in vb if k not in va):
+                x, y = va.get(key, 0 if figure != "tokens" else None), vb.get(key, 0 if figure != "tokens" else None)
+                rows.append({"figure": figure, "key": key, "a": x, "b": y, "delta": delta(x, y)})
+        else:
+            rows.append({"figure": figure, "key": "", "a": va, "b": vb, "delta": delta(va, vb)})
+    return rows
+
+
+class Side:
+    """One run's report, agents, per-agent usage and peaks: read once, compared as often as asked."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.report = build_report(run)
+        usage = dict(Agent.objects.filter(run=run).values_list("agent_id", "usage"))
+        facts = RunFacts.objects.filter(run=run).first() or run_facts.refresh(run)
+        self.agents = [{"doc": doc, "figures": agent_figures(doc, usage.get(doc["agentId"]),
+                                                             facts.peak_context.get(doc["agentId"]))}
+                       for doc in self.report["agents"]]
+        self.figures = run_figures(self.report, [a["figures"] for a in self.agents])
+
+    def agent(self, agent_id: str):
+        return next((a for a in self.agents if a["doc"]["agentId"] == agent_id), None)
+
+    def profile(self, slug: str) -> dict:
+        profiles = declared(self.run).get("agents")
+        return next((p for p in profiles if isinstance(p, dict) and p.get("slug") == slug), {}) if isinstance(
+            profiles, list) else {}
+
+
+def pair_agents(a: list[dict], b: list[dict]):
+    """Pairs by (profile slug, role), in report order within a key; the rest unpaired."""
+    by_key = defaultdict(list)
+    for agent in b:
+        by_key[(agent["doc"]["profileId"], agent["doc"]["role"])].append(agent)
+    pairs, only_a = [], []
+    for agent in a:
+        mates = by_key.get((agent["doc"]["profileId"], agent["doc"]["role"]))
+        if mates:
+            pairs.append((agent, mates.pop(0)))
+        else:
+            only_a.append(agent)
+    paired_b = {id(y) for _, y in pairs}
+    return pairs, only_a, [agent for agent in b if id(agent) not in paired_b]
+
+
+def _agent_ref(run: Run, agent: dict) -> dict:
+    doc = agent["doc"]
+    return {"runId": run.pk, "run": run.name, "agentId": doc["agentId"], "profileId": doc["profileId"],
+            "role": doc["role"], "programLanguage": doc["programLanguage"], "docViewTypes": doc["docViewTypes"],
+            "executionMode": doc["executionMode"], "modelId": doc["modelId"]}
+
+
+def _run_ref(run: Run) -> dict:
+    return {"id": run.pk, "name": run.name, "status": run.status, "source": run.source}
+
+
+def compare_runs(a: Run, b: Run) -> dict:
+    sa, sb = Side(a), Side(b)
+    pairs, only_a, only_b = pair_agents(sa.agents, sb.agents)
+    return {
+        "kind": "runs",
+        "a": _run_ref(a), "b": _run_ref(b),
+        "declared": structural_diff(declared(a), declared(b)),
+        "total": side_by_side(sa.figures, sb.figures),
+        "pairs": [{"a": _agent_ref(a, x), "b": _agent_ref(b, y), "figures": side_by_side(x["figures"], y["figures"])}
+                  for x, y in pairs],
+        "unpairedA": [_agent_ref(a, x) for x in only_a],
+        "unpairedB": [_agent_ref(b, y) for y in only_b],
+    }
+
+
+class NoSuchAgent(LookupError):
+    pass
+
+
+def compare_agents(a: Run, agent_a: str, b: Run, agent_b: str) -> dict:
+    """Two agents of one run or of two: their profiles' diff and their figures side by side."""
+    sa = Side(a)
+    sb = sa if b.pk == a.pk else Side(b)
+    x, y = sa.agent(agent_a), sb.agent(agent_b)
+    for run, agent_id, found in ((a, agent_a, x), (b, agent_b, y)):
+        if found is None:
+            raise NoSuchAgent(f"Run {run.name!r} has no agent {agent_id!r}.")
+    return {
+        "kind": "agents",
+        "a": _run_ref(a), "b": _run_ref(b),
+        "agentA": _agent_ref(a, x), "agentB": _agent_ref(b, y),
+        "declared": structural_diff(sa.profile(x["doc"]["profileId"]), sb.profile(y["doc"]["profileId"])),
+        "figures": side_by_side(x["figures"], y["figures"]),
+    }

@@ -1,0 +1,191 @@
+"""RunFacts: the per-run row the runs list filters and sorts on and the analysis reads.
+
+Folded from the projections the write path already keeps (Run, Agent, Holding), plus the two
+figures only the log holds: refusals (the Refusals tab's selector, re-read only when a chunk brings a
+failed call or a log line) and each agent's peak context (kept incrementally from the chunk's
+context_breakdown records). `after_chunk` is the write path's one call, inside its transaction;
+`manage.py refresh_facts` folds the runs whose facts are missing or behind (stored before this
+table existed).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db.models import F, Q
+from django.utils import timezone
+
+from runs.ingest.projections import as_list, as_text, breakdown_bands
+from runs.models import Agent, Event, Run, RunFacts
+from runs.pages import run_selectors
+from runs.pages.common import record, run_agents, run_holdings
+from runs.pages.divergences import run_divergences
+from runs.pages.refusals import run_refusals
+
+# Record types after which divergences can change (rosters, transitions, spawns naming profiles).
+DIVERGENCE_TYPES = frozenset({"agent_modules", "agent_transition", "agent_spawned", "session_started"})
+
+
+def joined(values) -> str:
+    """``|a|b|`` (sorted, distinct, blanks dropped): one LIKE ``%|a|%`` finds a member."""
+    kept = sorted({str(v).replace("|", "/") for v in values if v})
+    return f"|{'|'.join(kept)}|" if kept else ""
+
+
+def members(text: str) -> list[str]:
+    return [v for v in (text or "").strip("|").split("|") if v]
+
+
+def _task(run: Run) -> str:
+    for source in (run.launch_spec, run.capability_set):
+        if isinstance(source, dict) and isinstance(source.get("task"), str):
+            return source["task"]
+    return ""
+
+
+def _declared_profiles(run: Run) -> list[dict]:
+    cs = run.capability_set if isinstance(run.capability_set, dict) else {}
+    return [p for p in as_list(cs.get("agents")) if isinstance(p, dict)]
+
+
+def _refusals(run: Run, agents: list[Agent]) -> dict:
+    out = {}
+    for row in run_refusals(run, agents)["agents"]:
+        ops = out.setdefault(row["agent"].agent_id, {})
+        for turn in row["turns"]:
+            for e in turn["entries"]:
+                key = e["operation"] or e["spelling"]
+                ops[key] = ops.get(key, 0) + 1
+    return out
+
+
+def _may_refuse(classified) -> bool:
+    """A failed api_result, or a log line that may be gg's refusal line or its suppressed count."""
+    etype, rec, *_ , ok, _failure = classified
+    if etype == "api_result":
+        return ok is False
+    return etype == "log" and isinstance(rec, dict) and "refused" in str(rec.get("message"))
+
+
+def _peaks_from_log(run: Run) -> dict:
+    peaks = {}
+    for agent_id, raw in Event.objects.filter(run=run, type="context_breakdown").values_list("agent_id", "raw"):
+        _note_peak(peaks, agent_id, record(raw))
+    return peaks
+
+
+def _note_peak(peaks: dict, agent_id: str, rec: dict) -> None:
+    total = rec.get("totalTokens")
+    if not isinstance(total, (int, float)) or isinstance(total, bool):
+        total = sum(breakdown_bands(rec).values())
+    if total > peaks.get(agent_id, 0):
+        peaks[agent_id] = total
+
+
+def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None) -> RunFacts:
+    """Fold `run`'s facts. With `chunk` (the write path's classified records of one append) the
+    figures the chunk cannot have changed are kept from the stored row: refusals (a bounded re-read
+    of the log) are folded again only after a chunk bringing a failed call or a refusal line."""
+    facts = RunFacts.objects.filter(run=run).first()
+    new = facts is None
+    if new:
+        facts = RunFacts(run=run)
+    # A run stored before this table existed has records no chunk here brought.
+    full = chunk is None or (new and run.last_seq > len(chunk))
+    agents = run_agents(run)
+    types = {c[0] for c in chunk} if not full else set()
+    if full or types & DIVERGENCE_TYPES:
+        facts.divergences = len(run_divergences(run, agents, run_holdings(run)))
+    if full or any(_may_refuse(c) for c in chunk):
+        facts.refusals_by_agent = _refusals(run, agents)
+        facts.refusals = sum(n for ops in facts.refusals_by_agent.values() for n in ops.values())
+    if full:
+        facts.peak_context = _peaks_from_log(run)
+        facts.last_event_at = Event.objects.filter(run=run, seq=run.last_seq).values_list(
+            "received_at", flat=True).first()
+    else:
+        for etype, rec, agent_id, *_ in chunk:
+            if etype == "context_breakdown" and isinstance(rec, dict):
+                _note_peak(facts.peak_context, agent_id, rec)
+        facts.last_event_at = timezone.now()
+
+    profiles = _declared_profiles(run)
+    model_ids = [a.model_id for a in agents] + [as_text(p.get("modelId")) for p in profiles]
+    slugs = [a.profile_id for a in agents] + [as_text(p.get("slug")) for p in profiles]
+    facts.task = _task(run)
+    facts.execution_modes = joined(a.execution_mode for a in agents)
+    facts.languages = joined(a.program_language for a in agents)
+    facts.doc_view_types = joined(a.doc_view_types for a in agents)
+    facts.model_ids = joined(model_ids)
+    facts.profile_slugs = joined(slugs)
+    facts.search = " ".join([run.name, run.session_id, facts.task, *sorted(set(filter(None, model_ids))),
+                             *sorted(set(filter(None, slugs)))]).lower()
+    if last_timestamp is None:
+        last_timestamp = _last_timestamp(run)
+    usage = run_selectors.run_usage(run)
+    facts.total_tokens = _finite_int(usage["total_tokens"])
+    facts.cost = _finite(usage["cost"].get("comparable") if usage["cost"] else None)
+    duration = run_selectors.run_duration(run, last_timestamp=last_timestamp)
+    facts.duration_seconds = duration.total_seconds() if duration is not None else None
+    facts.failed_calls = sum(v for d in (run.tool_failures, run.api_failures) if isinstance(d, dict)
+                             for v in d.values() if isinstance(v, int) and not isinstance(v, bool))
+    facts.seq = run.last_seq
+    facts.save(force_insert=new)
+    return facts
+
+
+def _finite(value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def _finite_int(value):
+    value = _finite(value)
+    return int(value) if value is not None and abs(value) < 2 ** 63 else None
+
+
+def after_chunk(run: Run, classified) -> None:
+    """The write path's call, after a chunk's projections are flushed (same transaction):
+    `classified` is its ``[(type, record, agentId, timestamp, operation, tool, ok, failure)]``."""
+    last_ts = next((c[3] for c in reversed(classified) if c[3]), None)
+    refresh(run, chunk=classified, last_timestamp=last_ts or _last_timestamp(run))
+
+
+def _last_timestamp(run: Run) -> str:
+    if not run.last_seq:
+        return ""
+    return Event.objects.filter(run=run, seq=run.last_seq).values_list("timestamp", flat=True).first() or ""
+
+
+def behind():
+    """Runs whose facts are missing or were folded at another seq than the run's own."""
+    return Run.objects.filter(Q(facts__isnull=True) | ~Q(facts__seq=F("last_seq")))
+
+
+def catch_up(limit: int | None = None) -> int:
+    """Refresh the runs that are behind (at most `limit`); how many were refreshed."""
+    runs = behind().order_by("-id")
+    count = 0
+    for run in runs[:limit] if limit else runs.iterator():
+        refresh(run)
+        count += 1
+    return count
+
+
+STALE_AFTER = timedelta(minutes=10)
+
+
+def stale_before():
+    """A live run whose last record arrived before this is stale (nothing has written for a while)."""
+    return timezone.now() - STALE_AFTER
+
+
+def is_stale(run: Run, facts: RunFacts | None) -> bool:
+    """Live, and nothing has arrived for STALE_AFTER (the writer died without a word)."""
+    if not run.is_live:
+        return False
+    last = (facts.last_event_at if facts else None) or run.created_at
+    return last < stale_before()

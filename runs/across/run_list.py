@@ -1,0 +1,117 @@
+"""The runs list: filtered (runs.across.filters), sorted by any column, paged by keyset.
+
+A page is two queries whatever the number of runs — the page itself (Run joined to RunFacts) and
+the count of runs matching — and a page link carries the last row's sort key and id (`after`) or
+the first row's (`before`), so page 200 costs what page 1 does.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import F, FloatField, Value
+from django.db.models.functions import Coalesce
+
+from runs.across import facts as run_facts
+from runs.across.filters import RunFilter, runs as filtered_runs
+
+PER_PAGE = 50
+DEFAULT_SORT = "-received"
+# column -> (label, sort expression). Unknown figures sort below every known one.
+COLUMNS = {
+    "name": ("Run", F("name")),
+    "status": ("Status", F("status")),
+    "source": ("Source", F("source")),
+    "received": ("Received (UTC)", F("created_at")),
+    "started": ("Started (UTC)", Coalesce("started_at", "created_at")),
+    "agents": ("Agents", F("agent_count")),
+    "turns": ("Turns", F("turn_count")),
+    "calls": ("Calls", F("call_count")),
+    "errors": ("Error turns", F("error_turn_count")),
+    "failed": ("Failed calls", Coalesce("facts__failed_calls", Value(0))),
+    "divergences": ("Divergences", Coalesce("facts__divergences", Value(0))),
+    "refusals": ("Refusals", Coalesce("facts__refusals", Value(0))),
+    "tokens": ("Tokens", Coalesce("facts__total_tokens", Value(-1))),
+    "cost": ("Cost", Coalesce("facts__cost", Value(-1.0), output_field=FloatField())),
+    "duration": ("Duration", Coalesce("facts__duration_seconds", Value(-1.0), output_field=FloatField())),
+}
+
+
+class BadCursor(ValueError):
+    pass
+
+
+def encode_cursor(value, pk: int) -> str:
+    if isinstance(value, datetime):
+        value = {"t": value.isoformat()}
+    return base64.urlsafe_b64encode(json.dumps([value, pk]).encode()).decode().rstrip("=")
+
+
+def decode_cursor(text: str):
+    try:
+        value, pk = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        if isinstance(value, dict):
+            value = datetime.fromisoformat(value["t"])
+        if not isinstance(pk, int) or not isinstance(value, (int, float, str, datetime)):
+            raise TypeError
+    except (ValueError, TypeError, KeyError):
+        raise BadCursor("That page link is not one this list made; showing the first page.") from None
+    return value, pk
+
+
+def parse_sort(text: str) -> tuple[str, bool]:
+    """`-cost` -> ("cost", True); an unknown column falls back to the default."""
+    text = text or DEFAULT_SORT
+    column, desc = text.lstrip("-"), text.startswith("-")
+    if column not in COLUMNS:
+        column, desc = DEFAULT_SORT.lstrip("-"), True
+    return column, desc
+
+
+@dataclass
+class ListPage:
+    runs: list
+    total: int
+    sort: str  # as the URL spells it
+    next_cursor: str | None
+    prev_cursor: str | None
+    problem: str = ""
+
+
+def run_list_page(f: RunFilter, *, sort: str = "", after: str = "", before: str = "",
+                  per_page: int = PER_PAGE) -> ListPage:
+    column, desc = parse_sort(sort)
+    expr = COLUMNS[column][1]
+    qs = filtered_runs(f).select_related("facts").annotate(sort_key=expr)
+    total = qs.count()
+    problem, cursor, backwards = "", None, False
+    try:
+        if after:
+            cursor = decode_cursor(after)
+        elif before:
+            cursor, backwards = decode_cursor(before), True
+    except BadCursor as exc:
+        problem = str(exc)
+    forward_desc = desc != backwards  # reading towards the start flips the order
+    if cursor is not None:
+        value, pk = cursor
+        op = "lt" if forward_desc else "gt"
+        qs = qs.filter(**{f"sort_key__{op}": value}) | qs.filter(sort_key=value, **{f"pk__{op}": pk})
+    order = ("-sort_key", "-pk") if forward_desc else ("sort_key", "pk")
+    rows = list(qs.order_by(*order)[:per_page + 1])
+    more = len(rows) > per_page
+    rows = rows[:per_page]
+    if backwards:
+        rows.reverse()
+    has_next = more if not backwards else True
+    has_prev = (cursor is not None) if not backwards else more
+    for run in rows:
+        run.stale = run_facts.is_stale(run, getattr(run, "facts", None))
+    return ListPage(
+        runs=rows, total=total, sort=("-" if desc else "") + column,
+        next_cursor=encode_cursor(rows[-1].sort_key, rows[-1].pk) if rows and has_next else None,
+        prev_cursor=encode_cursor(rows[0].sort_key, rows[0].pk) if rows and has_prev else None,
+        problem=problem)

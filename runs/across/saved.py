@@ -1,0 +1,50 @@
+"""Saved views: a runs-list filter, a comparison or an analysis under a name. A view is its page's
+query string, so opening it (``/views/<id>/``) is a redirect and sharing it is sharing a URL."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode
+
+from django.urls import reverse
+
+from runs.models import SavedView
+
+PAGES = {SavedView.Kind.LIST: "runs:list", SavedView.Kind.COMPARE: "runs:compare",
+         SavedView.Kind.ANALYSIS: "runs:analysis"}
+DROPPED = ("after", "before", "format")  # a page position or a download is not part of a view
+QUERY_MAX = 4000
+
+
+def clean_query(query: str) -> str:
+    pairs = [(k, v) for k, v in parse_qsl(query.lstrip("?"), keep_blank_values=False) if k not in DROPPED]
+    return urlencode(pairs)
+
+
+def page_url(kind: str, query: str) -> str:
+    page = PAGES.get(kind, "runs:list")
+    query = clean_query(query)
+    return reverse(page) + (f"?{query}" if query else "")
+
+
+def url(view: SavedView) -> str:
+    return page_url(view.kind, view.query)
+
+
+def save(*, name: str, kind: str, query: str, user) -> tuple[SavedView | None, str]:
+    """(the view, "") or (None, why not). Saving under a name the kind already has replaces it."""
+    name = (name or "").strip()
+    if not name:
+        return None, "A saved view needs a name."
+    if len(name) > 200 or "\x00" in name:
+        return None, "A saved view's name is at most 200 characters, without NUL."
+    if kind not in SavedView.Kind.values:
+        return None, f"Unknown kind of view {kind!r}."
+    if len(query) > QUERY_MAX:
+        return None, "That view's query is too long to save."
+    view, _ = SavedView.objects.update_or_create(
+        kind=kind, name=name, defaults={"query": clean_query(query), "created_by": user})
+    return view, ""
+
+
+def of_kind(kind: str) -> list[SavedView]:
+    return list(SavedView.objects.filter(kind=kind).order_by("name")[:100])

@@ -1,0 +1,198 @@
+"""Across runs: the runs list, the selection's actions, comparisons, the analysis and saved views.
+
+Thin: the reads are runs.across.{filters, run_list, compare, analysis}; the one write of their own
+is a saved view (runs.across.saved), a run is deleted through runs.ingest.services.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import zipfile
+from tempfile import SpooledTemporaryFile
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.http import FileResponse, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_POST
+
+from runs.across import analysis, charts, compare, filters, run_list as listing, saved
+from runs.ingest.api import readable_run
+from runs.models import Run, SavedView
+from runs.pages import run_selectors
+
+EXPORT_MAX = 50  # runs per export archive
+SAVE_PERMISSION = "runs.add_run"  # who may launch may save views, as with configurations
+
+
+@require_GET
+def run_list(request):
+    f = filters.parse(request.GET)
+    page = listing.run_list_page(f, sort=request.GET.get("sort", ""), after=request.GET.get("after", ""),
+                                 before=request.GET.get("before", ""))
+    keep = f.params()
+    columns = [{"key": key, "label": label, "sort": _toggle(key, page.sort),
+                "active": page.sort.lstrip("-") == key, "desc": page.sort.startswith("-")}
+               for key, (label, _expr) in listing.COLUMNS.items()]
+    return render(request, "across/run_list.html", {
+        "page": page, "filter": f, "choices": filters.choices(), "columns": columns,
+        "keep": urlencode(keep), "keep_sorted": urlencode([*keep, ("sort", page.sort)]),
+        "problems": f.problems + ([page.problem] if page.problem else []),
+        "saved": saved.of_kind(SavedView.Kind.LIST), "save_query": urlencode([*keep, ("sort", page.sort)]),
+    })
+
+
+def _toggle(column: str, current: str) -> str:
+    """A column header's sort: descending first, ascending when already descending."""
+    return column if current == f"-{column}" else f"-{column}"
+
+
+@require_POST
+def runs_selected(request):
+    """The list's selection: compare (exactly two), export (a zip of their streams) or delete."""
+    ids = [int(v) for v in request.POST.getlist("run") if v.isdigit()]
+    runs = list(Run.objects.filter(pk__in=ids).order_by("-created_at", "-id"))
+    action = request.POST.get("action", "")
+    back = reverse("runs:list") + ("?" + request.POST["back"] if request.POST.get("back") else "")
+    if not runs:
+        messages.error(request, "Select at least one run.")
+        return redirect(back)
+    if action == "compare":
+        if len(runs) != 2:
+            messages.error(request, f"Select exactly two runs to compare ({len(runs)} selected).")
+            return redirect(back)
+        # The older run is side a, so a delta reads as what changed since.
+        a, b = sorted(runs, key=lambda r: (r.created_at, r.pk))
+        return redirect(reverse("runs:compare") + "?" + urlencode({"a": a.pk, "b": b.pk}))
+    if action == "export":
+        return _export(runs)
+    messages.error(request, f"Unknown action {action!r}.")
+    return redirect(back)
+
+
+def _export(runs):
+    if len(runs) > EXPORT_MAX:
+        runs = runs[:EXPORT_MAX]
+    spool = SpooledTemporaryFile(max_size=16 * 1024 * 1024)
+    with zipfile.ZipFile(spool, "w", zipfile.ZIP_DEFLATED) as archive:
+        names = set()
+        for run in runs:
+            name = slugify(run.name) or f"run-{run.pk}"
+            if name in names:
+                name = f"{name}-{run.pk}"
+            names.add(name)
+            with archive.open(f"{name}.ndjson", "w") as out:
+                for _seq, raw in run_selectors.run_raw_lines(run):
+                    out.write(raw.encode("utf-8") + b"\n")
+    spool.seek(0)
+    return FileResponse(spool, as_attachment=True, filename="runs.zip", content_type="application/zip")
+
+
+def _two_runs(request):
+    """(a, b, error) from ?a=&b= (a pk or a name each)."""
+    refs = request.GET.get("a", ""), request.GET.get("b", "")
+    if not all(refs):
+        return None, None, "Name two runs: ?a=<run>&b=<run> (an id or a name each)."
+    found = [run_selectors.run_resolve(ref) for ref in refs]
+    for ref, run in zip(refs, found):
+        if run is None:
+            return None, None, f"No run {ref!r}."
+    return found[0], found[1], ""
+
+
+def _comparison(request):
+    a, b, error = _two_runs(request)
+    if error:
+        return None, error
+    agent_a, agent_b = request.GET.get("agent_a", ""), request.GET.get("agent_b", "")
+    if agent_a or agent_b:
+        if not (agent_a and agent_b):
+            return None, "Name both agents: &agent_a=<agentId>&agent_b=<agentId>."
+        try:
+            return compare.compare_agents(a, agent_a, b, agent_b), ""
+        except compare.NoSuchAgent as exc:
+            return None, str(exc)
+    return compare.compare_runs(a, b), ""
+
+
+@require_GET
+def compare_page(request):
+    result, error = _comparison(request)
+    context = {"result": result, "error": error, "query": request.GET.urlencode(),
+               "saved": saved.of_kind(SavedView.Kind.COMPARE), "a": request.GET.get("a", ""),
+               "b": request.GET.get("b", "")}
+    if result:
+        context["sections"] = compare_sections(result)
+    return render(request, "across/compare.html", context, status=404 if error.startswith("No ") else 200)
+
+
+def compare_sections(result: dict) -> list[dict]:
+    """The comparison's figure tables, in reading order: the total (or the two agents), then each pair."""
+    if result["kind"] == "agents":
+        return [{"title": "The two agents", "a": result["agentA"], "b": result["agentB"], "rows": result["figures"]}]
+    out = [{"title": "The whole run", "a": None, "b": None, "rows": result["total"]}]
+    out += [{"title": f"{p['a']['profileId'] or '(no profile)'} · {p['a']['role'] or 'standard'}",
+             "a": p["a"], "b": p["b"], "rows": p["figures"]} for p in result["pairs"]]
+    return out
+
+
+@login_not_required
+@require_GET
+def api_compare(request):
+    """GET /api/runs/compare?a=&b=[&agent_a=&agent_b=]: the comparison as JSON (login or token)."""
+    for ref in (request.GET.get("a", ""), request.GET.get("b", "")):
+        _run, refused = readable_run(request, ref)
+        if refused:
+            return refused
+    result, error = _comparison(request)
+    if error:
+        return JsonResponse({"error": error}, status=404 if error.startswith("No ") else 400)
+    return JsonResponse(result, json_dumps_params={"ensure_ascii": False})
+
+
+@require_GET
+def analysis_page(request):
+    f = filters.parse(request.GET)
+    group = request.GET.get("group", "arm")
+    try:
+        result = analysis.analyse(f, group)
+    except analysis.BadGroup as exc:
+        return render(request, "across/analysis.html", {"error": str(exc), "filter": f, "choices": filters.choices(),
+                                                          "group": group, "groups": analysis.SIMPLE}, status=400)
+    fmt = request.GET.get("format", "")
+    if fmt == "json":
+        return JsonResponse(result, json_dumps_params={"ensure_ascii": False})
+    if fmt == "csv":
+        out = io.StringIO()
+        csv.writer(out).writerows(analysis.csv_rows(result))
+        response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="analysis.csv"'
+        return response
+    query = urlencode([*f.params(), ("group", result["group"])])
+    return render(request, "across/analysis.html", {
+        "result": result, "filter": f, "choices": filters.choices(), "group": result["group"],
+        "groups": analysis.SIMPLE, "query": query, "problems": f.problems,
+        "charts": charts.analysis_charts(result), "saved": saved.of_kind(SavedView.Kind.ANALYSIS),
+    })
+
+
+@require_POST
+def view_save(request):
+    if not request.user.has_perm(SAVE_PERMISSION):
+        return HttpResponse("Saving a view needs the launch permission.", status=403)
+    view, error = saved.save(name=request.POST.get("name", ""), kind=request.POST.get("kind", ""),
+                             query=request.POST.get("query", ""), user=request.user)
+    if error:
+        messages.error(request, error)
+        return redirect(saved.page_url(request.POST.get("kind", ""), request.POST.get("query", "")))
+    messages.success(request, f"Saved the view {view.name!r}.")
+    return redirect(saved.url(view))
+
+
+@require_GET
+def view_open(request, pk):
+    return redirect(saved.url(get_object_or_404(SavedView, pk=pk)))

@@ -1,0 +1,69 @@
+"""Filters of the across-runs pages: seconds as a duration, a figure, a signed delta, a rate."""
+
+import json
+from datetime import timedelta
+
+from django import template
+
+from runs.templatetags.runs_extras import duration, usd
+
+register = template.Library()
+
+
+@register.filter
+def seconds(value):
+    """12.5 -> "12s" (as `duration` prints a timedelta); None -> "—"."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "—"
+    return duration(timedelta(seconds=value))
+
+
+def _plain(value):
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+@register.filter
+def figure(value, name=""):
+    """A compared figure: cost in dollars, durations as such, counts as integers; None -> "—"."""
+    if value is None or isinstance(value, bool):
+        return "—" if value is None else str(value)
+    if name == "cost":
+        return usd(value)
+    if name == "durationSeconds":
+        return seconds(value)
+    return _plain(value)
+
+
+@register.filter
+def signed(value, name=""):
+    """A delta: "+3", "−0.002", "0"; None -> ""."""
+    if value is None:
+        return ""
+    if value == 0:
+        return "0"
+    text = figure(abs(value), name)
+    return ("+" if value > 0 else "−") + text
+
+
+@register.filter
+def rate(value):
+    """0.125 -> "12.5%"; None -> "—"."""
+    if not isinstance(value, (int, float)):
+        return "—"
+    return f"{value * 100:.1f}%"
+
+
+@register.filter
+def number(value):
+    """A figure of the analysis: a count or a mean; None -> "—"."""
+    return "—" if value is None else _plain(value)
+
+
+@register.filter
+def as_json(value):
+    """A declared value as JSON text (a string stays itself); None -> "—"."""
+    if value is None:
+        return "—"
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
