@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0003_agent_context_error_types_suspended'),
+        ('runs', '0004_run_end_reason_search_index'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
