@@ -2,6 +2,7 @@
 
 from surfaces.arms import ARMS, LANGUAGES
 from surfaces.catalogue import BY_ID, CAPABILITIES, ENDINGS, FAMILY_LABELS, MODULES, TOOLS
+from surfaces.signatures import signature
 
 
 def reference(language):
@@ -13,7 +14,9 @@ def reference(language):
         for name, op_id in arm.functions(module.id):
             op = BY_ID[op_id]
             alias = name != arm.name(op)
-            rows.append({"op": op, "alias": alias, "spelling": arm.module_path(module.id) + arm.sep + name})
+            rows.append({"op": op, "alias": alias, "spelling": arm.module_path(module.id) + arm.sep + name,
+                         "signature": None if alias else signature(language, op_id),
+                         "canonical": arm.spell(op_id)})
         modules.append({"module": module, "path": arm.module_path(module.id),
                         "import_line": arm.import_line(module.id), "rows": rows})
     tool_families = [{"label": label, "tools": [t for t in TOOLS if t.family == family]}

@@ -2,6 +2,7 @@ from django.shortcuts import render
 
 from surfaces import selectors
 from surfaces.arms import DEFAULT_LANGUAGE, LANGUAGES
+from surfaces.glossary import TERMS
 
 
 def reference(request):
@@ -10,3 +11,7 @@ def reference(request):
         return render(request, "surfaces/reference_unknown_arm.html",
                       {"language": language, "languages": LANGUAGES}, status=404)
     return render(request, "surfaces/reference.html", selectors.reference(language))
+
+
+def glossary(request):
+    return render(request, "surfaces/glossary.html", {"terms": TERMS})

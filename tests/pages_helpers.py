@@ -24,6 +24,8 @@ class _Rows(HTMLParser):
         self.attr, self.stack, self.rows = attr, [], []
 
     def handle_starttag(self, tag, attrs):
+        if tag == "wbr":  # a place a line may break, not a space between words
+            return
         attrs = dict(attrs)
         for _tag, i in self.stack:  # cells and items read as separate words
             if i is not None:

@@ -67,7 +67,9 @@ class ConsoleServer:
         self.var_dir = var_dir
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "GG_CONSOLE_VAR": str(var_dir), "DJANGO_SETTINGS_MODULE": "gg_console.settings"}
+        # DEBUG off, as scripts/serve serves: the pages a browser sees are the product's.
+        self.env = {**os.environ, "GG_CONSOLE_VAR": str(var_dir), "DJANGO_SETTINGS_MODULE": "gg_console.settings",
+                    "DJANGO_DEBUG": "0"}
         self.env.pop("DATABASE_URL", None)
         self.env.pop("REDIS_URL", None)
         self.process = None

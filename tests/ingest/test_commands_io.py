@@ -88,8 +88,25 @@ def test_bootstrap_creates_admin_and_demo_runs_once():
     runs = Run.objects.count()
     assert runs >= 1
     out, _ = run_cmd("bootstrap")
-    assert out == ""  # nothing twice
+    # Nothing twice, and it says what it skipped and why.
+    assert out.splitlines() == [
+        "Admin account: skipped, one exists (its password was shown when it was created; "
+        "`manage.py changepassword admin` sets a new one).",
+        "Demo runs: skipped, the database already holds runs.",
+    ]
     assert Run.objects.count() == runs
+
+
+def test_bootstrap_says_it_skipped_gg_recording_when_shared_is_absent(monkeypatch, tmp_path):
+    from runs.management.commands import bootstrap
+
+    missing = tmp_path / "shared" / "fixtures" / "gg" / "real-mock-session.ndjson"
+    monkeypatch.setattr(bootstrap, "DEMO_STREAMS", [("real-mock-session", missing)])
+    monkeypatch.setattr(bootstrap, "DEMO_SPECS", [])
+    out, _ = run_cmd("bootstrap")
+    assert f"Skipped demo run 'real-mock-session': gg's recorded stream is not at {missing}" in out
+    assert "../shared is absent beside this checkout" in out
+    assert not Run.objects.filter(name="real-mock-session").exists()
 
 
 def test_export_to_a_terminal_that_is_not_utf8_still_writes_the_stored_bytes():

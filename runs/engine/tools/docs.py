@@ -10,13 +10,12 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 from surfaces.arms import arm
 from surfaces.catalogue import BY_ID, MODULES
+from surfaces.wit import interfaces
 from runs.engine.tools.errors import ToolError
 
-WIT_PATH = Path(__file__).resolve().parents[3] / "wit" / "gg-sandbox.wit"
 DEFAULT_LIMIT, MAX_LIMIT = 20, 100
 PRIMITIVES = {"string": "str", "bool": "bool", "u32": "int", "u64": "int", "s32": "int", "s64": "int", "f64": "float",
               "f32": "float", "u8": "int"}
@@ -56,63 +55,11 @@ def _named(wit, local):
             if n not in PRIMITIVES and n not in ("option", "list", "result", "api-error", "_")]
 
 
-def _split_params(text):
-    depth, current, out = 0, "", []
-    for ch in text:
-        depth += ch == "<"
-        depth -= ch == ">"
-        if ch == "," and depth == 0:
-            out.append(current)
-            current = ""
-        else:
-            current += ch
-    if current.strip():
-        out.append(current)
-    return [p.strip() for p in out]
-
-
-@lru_cache(maxsize=1)
-def _wit():
-    """Parse the WIT: {interface: {"types": {name: (kind, doc, lines)}, "funcs": {name: (doc, params, result)}}}."""
-    interfaces, current, doc, block = {}, None, [], None
-    for raw in WIT_PATH.read_text().splitlines():
-        line = raw.strip()
-        if line.startswith("///"):
-            doc.append(line[3:].strip())
-            continue
-        m = re.match(r"interface ([\w-]+) \{", line)
-        if m:
-            current = interfaces.setdefault(m.group(1), {"types": {}, "funcs": {}})
-            doc = []
-            continue
-        if current is None:
-            doc = []
-            continue
-        m = re.match(r"(record|variant|enum) ([\w-]+) \{", line)
-        if m:
-            block = (m.group(2), m.group(1), " ".join(doc), [])
-            doc = []
-            continue
-        if block is not None:
-            if line == "}":
-                current["types"][block[0]] = block[1:]
-                block = None
-            elif line and not line.startswith("//"):
-                block[3].append((line.rstrip(","), " ".join(doc)))
-                doc = []
-            continue
-        m = re.match(r"([\w-]+): func\((.*)\)(?: -> (.+))?;", line)
-        if m:
-            current["funcs"][m.group(1)] = (" ".join(doc), _split_params(m.group(2)), m.group(3) or "")
-        doc = []
-    return interfaces
-
-
 @lru_cache(maxsize=16)
 def entries(language="python"):
     """Every documentation entry for an arm, keyed by its fully-qualified name."""
     the_arm = arm(language)
-    wit = _wit()
+    wit = interfaces()
     found = {}
     type_keys = {}
     for interface, spec in wit.items():
@@ -147,16 +94,14 @@ def entries(language="python"):
         found[path] = Entry(path, "module", module.id, module.id, module.brief,
                             f"{path} — {module.brief}\n\n{the_arm.import_line(module.id)}")
     for interface, spec in wit.items():
-        for fn, (doc, params, result) in spec["funcs"].items():
+        for fn, wit_fn in spec["funcs"].items():
             op_id = f"{interface}.{fn.replace('-', '_')}"
             if op_id not in BY_ID:
                 continue
             key = the_arm.spell(op_id)
-            ok_type = re.match(r"result<(.+), api-error>$", result)
-            ok_type = ok_type.group(1) if ok_type else result
+            doc, ok_type = wit_fn.doc, wit_fn.ok_type
             rendered = []
-            for param in params:
-                pname, ptype = (p.strip() for p in param.split(":", 1))
+            for pname, ptype in wit_fn.params:
                 default = " = None" if ptype.startswith("option<") else ""
                 rendered.append(f"{pname.replace('-', '_')}: {_py_type(ptype, type_keys)}{default}")
             returns = "None" if ok_type in ("_", "") else _py_type(ok_type, type_keys)
@@ -167,7 +112,7 @@ def entries(language="python"):
                               "raises: " + api_error] + ([f"", summary] if summary else []))
             found[key] = Entry(key, "function", interface, key.rsplit(the_arm.sep, 1)[1], summary or f"{op_id}.",
                                body, op_id, _named(ok_type, type_keys),
-                               [t for p in params for t in _named(p.split(":", 1)[1], type_keys)])
+                               [t for _, ptype in wit_fn.params for t in _named(ptype, type_keys)])
     return found
 
 

@@ -30,10 +30,19 @@ class Command(BaseCommand):
             password = secrets.token_urlsafe(12)
             User.objects.create_superuser("admin", "", password)
             self.stdout.write(self.style.SUCCESS(f"Admin account: admin / {password}  (shown once)"))
-        if not Run.objects.exists():
+        else:
+            self.stdout.write("Admin account: skipped, one exists (its password was shown when it was created; "
+                              "`manage.py changepassword admin` sets a new one).")
+        if Run.objects.exists():
+            self.stdout.write("Demo runs: skipped, the database already holds runs.")
+        else:
             for name, path in DEMO_STREAMS:
                 path = Path(path)
                 if not path.is_file():
+                    # A clone outside the usual layout has no ../shared beside it: say so, not nothing.
+                    self.stdout.write(self.style.WARNING(
+                        f"Skipped demo run {name!r}: gg's recorded stream is not at {path} "
+                        f"(../shared is absent beside this checkout); import one at /runs/import/."))
                     continue
                 run, _ = services.run_get_or_create(name=name, source=Run.Source.IMPORT)
                 with path.open("rb") as fh:

@@ -1,0 +1,18 @@
+"""`{% term "store" %}`: the `?` beside a heading that links a word's first use to its glossary entry."""
+
+from django import template
+from django.urls import reverse
+from django.utils.html import format_html
+
+from surfaces.glossary import GLOSSARY
+
+register = template.Library()
+
+
+@register.simple_tag
+def term(slug):
+    entry = GLOSSARY.get(slug)
+    if entry is None:  # a page linking a word the glossary lacks is a bug, not a dead link
+        raise template.TemplateSyntaxError(f"the glossary has no term {slug!r}")
+    return format_html('<a class="term" href="{}#{}" title="{}: {}" aria-label="What is {}?">?</a>',
+                       reverse("glossary"), entry.slug, entry.word, entry.gloss, entry.word)

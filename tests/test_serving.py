@@ -1,0 +1,58 @@
+"""Serving like a product: with DEBUG off a wrong URL or a failing page shows the console's own
+page (no URLconf, no traceback), every page carries the favicon and the shortcuts script."""
+
+import pytest
+from django.test import Client, override_settings
+from django.urls import path
+
+from gg_console.urls import urlpatterns as console_urls
+
+pytestmark = pytest.mark.django_db
+
+
+def _boom(request):
+    raise RuntimeError("secret detail that must not reach the browser")
+
+
+urlpatterns = [*console_urls, path("boom/", _boom)]
+
+
+@override_settings(DEBUG=False)
+def test_a_wrong_url_shows_the_consoles_own_404(viewer_client):
+    response = viewer_client.get("/runs/999999/nothing-here/")
+    assert response.status_code == 404
+    body = response.content.decode()
+    assert "Nothing here" in body and "/runs/999999/nothing-here/" in body
+    assert "URLconf" not in body and "Django" not in body
+    assert 'href="/glossary/"' in body  # the console's frame, not a bare error
+
+
+@override_settings(DEBUG=False)
+def test_a_missing_run_is_the_same_404(viewer_client):
+    response = viewer_client.get("/runs/999999/")
+    assert response.status_code == 404 and "Nothing here" in response.content.decode()
+
+
+@override_settings(DEBUG=False)
+def test_an_anonymous_wrong_url_is_a_404_too(client):
+    response = client.get("/no/such/page/")
+    assert response.status_code == 404 and "Nothing here" in response.content.decode()
+
+
+@override_settings(DEBUG=False, ROOT_URLCONF=__name__)
+def test_a_failing_page_shows_the_consoles_own_500(viewer):
+    client = Client(raise_request_exception=False)
+    client.force_login(viewer)
+    response = client.get("/boom/")
+    assert response.status_code == 500
+    body = response.content.decode()
+    assert "Something went wrong" in body and "Nothing you stored is lost" in body
+    assert "secret detail" not in body and "Traceback" not in body
+
+
+def test_every_page_has_the_favicon_and_the_shortcuts(viewer_client):
+    body = viewer_client.get("/").content.decode()
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in body
+    assert '<script src="/static/js/shortcuts.js" defer></script>' in body
+    assert 'id="shortcuts"' in body  # the `?` dialog
+    assert viewer_client.get("/static/favicon.svg").status_code == 200
