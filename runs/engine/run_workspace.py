@@ -1,8 +1,9 @@
 """A launched run's workspace: an empty directory, or an uploaded zip unpacked safely.
 
 A zip is untrusted: every member is checked before anything is written (no absolute paths, no
-`..`, no symlinks or other special files, bounded file count and unpacked size). A refused zip
-leaves nothing behind.
+`..`, no symlinks or other special files, no member naming nothing (`.`) or a name over the
+filesystem's limits, no two members landing on one path, bounded member count — directories
+included — and unpacked size). A refused zip leaves nothing behind.
 """
 
 import shutil
@@ -13,7 +14,9 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
-MAX_FILES = 2000
+MAX_FILES = 2000  # members, directories included
+MAX_NAME_BYTES = 255  # one path component (NAME_MAX)
+MAX_PATH_CHARS = 1024
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
 _CHUNK = 64 * 1024
 
@@ -50,7 +53,11 @@ def _members(archive):
     files = [info for info in infos if not info.is_dir()]
     if len(files) > MAX_FILES:
         raise WorkspaceError(f"the zip holds {len(files)} files; at most {MAX_FILES} are unpacked")
+    if len(infos) > MAX_FILES:
+        raise WorkspaceError(f"the zip holds {len(infos)} members (directories count too); at most {MAX_FILES} "
+                             f"are unpacked")
     declared = 0
+    claimed = {}  # path parts -> "file" | "directory": a second member landing on a path is refused
     for info in infos:
         name = info.filename
         path = PurePosixPath(name.replace("\\", "/"))
@@ -58,6 +65,12 @@ def _members(archive):
             raise WorkspaceError(f"{name!r}: absolute paths are refused")
         if ".." in path.parts:
             raise WorkspaceError(f"{name!r}: paths with '..' are refused")
+        if not path.parts:
+            raise WorkspaceError(f"{name!r}: the member names no file")
+        if len(name) > MAX_PATH_CHARS or any(len(p.encode()) > MAX_NAME_BYTES for p in path.parts):
+            raise WorkspaceError(f"{name[:60]!r}…: a name over {MAX_NAME_BYTES} bytes (or a path over "
+                                 f"{MAX_PATH_CHARS} characters) is refused")
+        _claim(claimed, path.parts, info.is_dir(), name)
         # Unix zips keep the file type in the high bits of external_attr; 0 means "not recorded".
         file_type = stat.S_IFMT(info.external_attr >> 16)
         if file_type and file_type not in (stat.S_IFREG, stat.S_IFDIR):
@@ -67,6 +80,20 @@ def _members(archive):
         if declared > MAX_TOTAL_BYTES:
             raise WorkspaceError(f"the zip unpacks to more than {MAX_TOTAL_BYTES // (1024 * 1024)} MiB")
     return infos
+
+
+def _claim(claimed, parts, is_dir, name):
+    """Record where a member lands; a file meeting anything already there is refused by name."""
+    for depth in range(1, len(parts)):
+        if claimed.setdefault(parts[:depth], "directory") == "file":
+            raise WorkspaceError(f"{name!r}: collides with the file {'/'.join(parts[:depth])!r}")
+    if is_dir:
+        if claimed.setdefault(parts, "directory") == "file":
+            raise WorkspaceError(f"{name!r}: collides with a file of the same name")
+    elif parts in claimed:
+        raise WorkspaceError(f"{name!r}: collides with another member naming the same path")
+    else:
+        claimed[parts] = "file"
 
 
 def unpack(upload, dest: Path) -> None:
@@ -89,6 +116,9 @@ def unpack(upload, dest: Path) -> None:
     except (zipfile.BadZipFile, NotImplementedError, EOFError) as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise WorkspaceError(f"the zip could not be read: {exc}") from None
+    except OSError as exc:  # what the checks above did not foresee is still the zip's fault, named
+        shutil.rmtree(staging, ignore_errors=True)
+        raise WorkspaceError(f"the zip could not be unpacked: {exc.strerror or exc}") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -156,6 +156,27 @@ def test_a_refused_zip_is_named_with_the_other_problems_and_nothing_is_created(o
     assert not (settings.VAR_DIR / "workspaces").exists() or not any((settings.VAR_DIR / "workspaces").iterdir())
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("members, words", [
+    (["a.txt", "a.txt"], "collides with another member"), (["a", "a/b"], "collides with the file"),
+    (["."], "names no file"), (["n" * 300], "over 255 bytes")], ids=["collision", "nested", "dot", "long"])
+def test_a_zip_the_filesystem_would_refuse_is_a_named_error_not_a_500(operator_client, members, words):
+    import io
+    import warnings
+    import zipfile
+
+    buffer = io.BytesIO()
+    with warnings.catch_warnings(), zipfile.ZipFile(buffer, "w") as archive:
+        warnings.simplefilter("ignore")
+        for name in members:
+            archive.writestr(name, "x")
+    buffer.seek(0)
+    buffer.name = "odd.zip"
+    response = operator_client.post(reverse("runs:new"), {**demo_form(operator_client, "review"), "workspace_zip": buffer})
+    assert response.status_code == 400 and words in response.content.decode()
+    assert Run.objects.count() == 0
+
+
 # ---- cancel ----------------------------------------------------------------------------------
 
 SLOW_SCRIPT = {"root": [{"delayMs": 150, "toolCalls": [{"name": "list_dir", "args": {"path": "."}}]}] * 200}

@@ -2,6 +2,7 @@
 
 import io
 import stat
+import warnings
 import zipfile
 
 import pytest
@@ -71,3 +72,28 @@ def test_a_header_that_understates_a_size_inflates_no_further(tmp_path):
 def test_not_a_zip(tmp_path):
     with pytest.raises(WorkspaceError, match="not a zip archive"):
         unpack(io.BytesIO(b"plain text"), tmp_path / "ws")
+
+
+@pytest.mark.parametrize("members, words", [
+    ([("a.txt", "1"), ("a.txt", "2")], "'a.txt': collides with another member"),
+    ([("a", "file"), ("a/b.txt", "x")], "'a/b.txt': collides with the file 'a'"),
+    ([("d/", ""), ("d", "file")], "'d': collides with another member"),
+    ([("x\\y.txt", "1"), ("x/y.txt", "2")], "collides with another member"),
+    ([(".", "x")], "names no file"),
+    ([("./", "")], "names no file"),
+    ([("n" * 300, "x")], "over 255 bytes"),
+    ([("d/" * 600 + "f", "x")], "over 1024 characters"),
+], ids=["duplicate", "file-then-dir", "dir-then-file", "backslash", "dot", "dot-dir", "long-name", "long-path"])
+def test_colliding_dot_and_over_long_members_are_named_errors(tmp_path, members, words):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name it is asked to write
+        buffer = make_zip(members)
+    with pytest.raises(WorkspaceError, match=words):
+        unpack(buffer, tmp_path / "ws")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_directory_entries_count_toward_the_member_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(workspace, "MAX_FILES", 3)
+    with pytest.raises(WorkspaceError, match="holds 5 members"):
+        unpack(make_zip([(f"d{i}/", "") for i in range(5)]), tmp_path / "ws")
