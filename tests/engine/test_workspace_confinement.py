@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from runs.engine.tools import SkillLibrary, ToolError, Workspace
+from runs.engine.tools.errors import ToolError
+from runs.engine.tools.skills import SkillLibrary
+from runs.engine.tools.workspace import Workspace
 from tests.sandbox_run import context, run
 
 SECRET = "top-secret-line"
