@@ -13,6 +13,7 @@ from tempfile import SpooledTemporaryFile
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -21,6 +22,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.across import analysis, charts, compare, filters, run_list as listing, saved
+from runs.ingest import services
 from runs.ingest.api import readable_run
 from runs.models import Run, SavedView
 from runs.pages import run_selectors
@@ -53,7 +55,8 @@ def _toggle(column: str, current: str) -> str:
 
 @require_POST
 def runs_selected(request):
-    """The list's selection: compare (exactly two), export (a zip of their streams) or delete."""
+    """The list's selection: compare (exactly two), export (a zip of their streams) or delete (a
+    confirmation page first; `confirm` deletes, each run through the one run_delete service)."""
     ids = [int(v) for v in request.POST.getlist("run") if v.isdigit()]
     runs = list(Run.objects.filter(pk__in=ids).order_by("-created_at", "-id"))
     action = request.POST.get("action", "")
@@ -70,6 +73,18 @@ def runs_selected(request):
         return redirect(reverse("runs:compare") + "?" + urlencode({"a": a.pk, "b": b.pk}))
     if action == "export":
         return _export(runs)
+    if action == "delete":
+        if not request.user.has_perm("runs.delete_run"):
+            raise PermissionDenied("Deleting runs needs the runs.delete_run permission.")
+        if request.POST.get("confirm") != "yes":
+            return render(request, "across/delete_runs.html", {
+                "runs": runs, "back": request.POST.get("back", ""),
+                "records": sum(r.last_seq for r in runs)})
+        for run in runs:
+            services.run_delete(run)
+        messages.success(request, f"Deleted {len(runs)} run{'s' if len(runs) != 1 else ''}: "
+                                  f"{', '.join(r.name for r in runs[:10])}{' …' if len(runs) > 10 else ''}.")
+        return redirect(back)
     messages.error(request, f"Unknown action {action!r}.")
     return redirect(back)
 
@@ -92,42 +107,37 @@ def _export(runs):
     return FileResponse(spool, as_attachment=True, filename="runs.zip", content_type="application/zip")
 
 
-def _two_runs(request):
-    """(a, b, error) from ?a=&b= (a pk or a name each)."""
+def _comparison(request):
+    """(the comparison, "", 200) or (None, why not, the status) from ?a=&b=[&agent_a=&agent_b=]."""
     refs = request.GET.get("a", ""), request.GET.get("b", "")
     if not all(refs):
-        return None, None, "Name two runs: ?a=<run>&b=<run> (an id or a name each)."
-    found = [run_selectors.run_resolve(ref) for ref in refs]
-    for ref, run in zip(refs, found):
+        return None, "Name two runs: ?a=<run>&b=<run> (an id or a name each).", 400
+    a, b = (run_selectors.run_resolve(ref) for ref in refs)
+    for ref, run in zip(refs, (a, b)):
         if run is None:
-            return None, None, f"No run {ref!r}."
-    return found[0], found[1], ""
-
-
-def _comparison(request):
-    a, b, error = _two_runs(request)
-    if error:
-        return None, error
+            return None, f"No run {ref!r}.", 404
     agent_a, agent_b = request.GET.get("agent_a", ""), request.GET.get("agent_b", "")
     if agent_a or agent_b:
         if not (agent_a and agent_b):
-            return None, "Name both agents: &agent_a=<agentId>&agent_b=<agentId>."
+            return None, "Name both agents: &agent_a=<agentId>&agent_b=<agentId>.", 400
         try:
-            return compare.compare_agents(a, agent_a, b, agent_b), ""
+            return compare.compare_agents(a, agent_a, b, agent_b), "", 200
         except compare.NoSuchAgent as exc:
-            return None, str(exc)
-    return compare.compare_runs(a, b), ""
+            return None, str(exc), 404
+    return compare.compare_runs(a, b), "", 200
 
 
 @require_GET
 def compare_page(request):
-    result, error = _comparison(request)
+    result, error, status = _comparison(request)
     context = {"result": result, "error": error, "query": request.GET.urlencode(),
                "saved": saved.of_kind(SavedView.Kind.COMPARE), "a": request.GET.get("a", ""),
                "b": request.GET.get("b", "")}
     if result:
         context["sections"] = compare_sections(result)
-    return render(request, "across/compare.html", context, status=404 if error.startswith("No ") else 200)
+    # No runs named yet is the empty form, not an error page.
+    blank = not request.GET.get("a") and not request.GET.get("b")
+    return render(request, "across/compare.html", context, status=200 if blank else status)
 
 
 def compare_sections(result: dict) -> list[dict]:
@@ -144,13 +154,12 @@ def compare_sections(result: dict) -> list[dict]:
 @require_GET
 def api_compare(request):
     """GET /api/runs/compare?a=&b=[&agent_a=&agent_b=]: the comparison as JSON (login or token)."""
-    for ref in (request.GET.get("a", ""), request.GET.get("b", "")):
-        _run, refused = readable_run(request, ref)
-        if refused:
-            return refused
-    result, error = _comparison(request)
+    _run, refused = readable_run(request, request.GET.get("a", ""))
+    if refused is not None and refused.status_code == 401:  # who may read; which runs is _comparison's
+        return refused
+    result, error, status = _comparison(request)
     if error:
-        return JsonResponse({"error": error}, status=404 if error.startswith("No ") else 400)
+        return JsonResponse({"error": error}, status=status)
     return JsonResponse(result, json_dumps_params={"ensure_ascii": False})
 
 

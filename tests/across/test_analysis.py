@@ -1,0 +1,119 @@
+"""The analysis: grouped figures equal the sums of the per-run reports; exports carry the same
+figures; queries do not grow with runs."""
+
+import csv
+import io
+from collections import Counter
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from runs.ingest import writer as ingest
+from runs.models import Run
+from runs.pages.report import build_report
+from tests.pages_helpers import rows, synthetic_stream
+from tests.streams import STREAMS, import_stream
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def corpus():
+    runs = [import_stream(STREAMS / "multi_agent.ndjson", "arms-multi")[0],
+            import_stream(STREAMS / "pages_run.ndjson", "arms-pages")[0]]
+    synthetic = Run.objects.create(name="synthetic-1")
+    ingest.append(synthetic, synthetic_stream(400))
+    return runs + [synthetic]
+
+
+def expected_by(corpus, key):
+    """Per group, the sums of the report agents' figures."""
+    out = {}
+    for run in corpus:
+        for doc in build_report(run)["agents"]:
+            g = out.setdefault(key(doc) or "—", {"runs": set(), "agents": 0, "turns": 0, "errorTurns": 0, "calls": 0,
+                                                "refusals": Counter(), "failures": Counter(), "docs_view": 0,
+                                                "search_results": 0})
+            g["runs"].add(run.pk)
+            g["agents"] += 1
+            for f in ("turns", "errorTurns", "calls"):
+                g[f] += doc[f]
+            g["refusals"].update(r["operation"] or r["spelling"] for r in doc["refusals"])
+            g["failures"].update({f"api {k}": v for k, v in doc["apiFailures"].items()})
+            g["failures"].update({f"tool {k}": v for k, v in doc["toolFailures"].items()})
+            for band in ("docs_view", "search_results"):
+                g[band] += doc["contextBands"].get(band, 0)
+    return out
+
+
+def test_grouped_by_program_language_equals_the_sums_of_the_reports(viewer_client, corpus):
+    result = viewer_client.get(reverse("runs:analysis"), {"group": "language", "format": "json"}).json()
+    expected = expected_by(corpus, lambda d: d["programLanguage"])
+    assert {g["group"] for g in result["groups"]} == set(expected) and len(expected) >= 4
+    for g in result["groups"]:
+        e = expected[g["group"]]
+        assert g["runs"] == len(e["runs"]) and g["agents"] == e["agents"], g["group"]
+        assert (g["turns"], g["errorTurns"], g["calls"]) == (e["turns"], e["errorTurns"], e["calls"]), g["group"]
+        assert g["refusalsByOperation"] == dict(e["refusals"]) and g["failuresByClass"] == dict(e["failures"])
+        assert g["bandTokens"] == {"docs_view": e["docs_view"], "search_results": e["search_results"]}
+        assert g["errorTurnRate"] == (e["errorTurns"] / e["turns"] if e["turns"] else None)
+        for band in ("docs_view", "search_results"):
+            assert g["tokensPerTurn"][band] == (e[band] / e["turns"] if e["turns"] else None)
+    assert any(g["refusals"] for g in result["groups"])  # the corpus exercises refusals
+    assert result["runs"] == 3 and result["agents"] == sum(e["agents"] for e in expected.values())
+
+
+def test_the_arm_groups_language_by_doc_view_types_and_filters_keep_matching_agents(viewer_client, corpus):
+    result = viewer_client.get(reverse("runs:analysis"), {"group": "arm", "format": "json"}).json()
+    expected = expected_by(corpus, lambda d: f"{d['programLanguage'] or '—'} · {d['docViewTypes'] or '—'}")
+    assert {g["group"]: g["turns"] for g in result["groups"]} == {k: e["turns"] for k, e in expected.items()}
+    only = viewer_client.get(reverse("runs:analysis"), {"group": "docViewTypes", "language": "java",
+                                                        "format": "json"}).json()
+    java = expected_by(corpus, lambda d: d["docViewTypes"] if d["programLanguage"] == "java" else None)
+    java.pop("—")
+    assert {g["group"]: g["agents"] for g in only["groups"]} == {k: e["agents"] for k, e in java.items()}
+
+
+def test_capability_param_mode_and_prefix_groups(viewer_client, corpus):
+    def groups(group):
+        return {g["group"]: g for g in viewer_client.get(
+            reverse("runs:analysis"), {"group": group, "format": "json"}).json()["groups"]}
+    mode = groups("mode")
+    assert sum(g["agents"] for g in mode.values()) == sum(len(build_report(r)["agents"]) for r in corpus)
+    caps = groups("capability:memories")
+    assert set(caps) <= {"on", "off", "absent"} and "on" in caps
+    assert "\"isolated\"" in groups("param:memories.scope")
+    prefix = groups("prefix")
+    assert prefix["arms"]["runs"] == 2 and prefix["synthetic"]["runs"] == 1
+    bad = viewer_client.get(reverse("runs:analysis"), {"group": "colour"})
+    assert bad.status_code == 400 and "Cannot group by" in bad.content.decode()
+
+
+def test_csv_carries_the_json_figures(viewer_client, corpus):
+    data = viewer_client.get(reverse("runs:analysis"), {"group": "language", "format": "json"}).json()
+    text = viewer_client.get(reverse("runs:analysis"), {"group": "language", "format": "csv"}).content.decode()
+    table = list(csv.DictReader(io.StringIO(text)))
+    assert [r["group"] for r in table] == [g["group"] for g in data["groups"]]
+    for r, g in zip(table, data["groups"]):
+        assert int(r["turns"]) == g["turns"] and int(r["calls"]) == g["calls"]
+        for op, n in g["callsByOperation"].items():
+            assert int(r[f"calls:{op}"]) == n
+
+
+def test_the_page_shows_a_table_and_charts(viewer_client, corpus):
+    html = viewer_client.get(reverse("runs:analysis"), {"group": "language"}).content.decode()
+    assert {k for k, _ in rows(html, "data-group")} >= {"python", "java", "rust"}
+    assert "<svg" in html and 'data-chart="errorTurnRate"' in html
+
+
+def test_queries_do_not_grow_with_runs(viewer_client, corpus):
+    def count():
+        with CaptureQueriesContext(connection) as ctx:
+            assert viewer_client.get(reverse("runs:analysis"), {"group": "language"}).status_code == 200
+        return len(ctx.captured_queries)
+    few = count()
+    for i in range(5):
+        import_stream(STREAMS / "multi_agent.ndjson", f"more-{i}")
+    assert count() == few <= 8

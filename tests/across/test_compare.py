@@ -1,0 +1,146 @@
+"""Compare two runs: launched runs of the same demo with one capability changed — the declared diff
+names exactly that change, and every delta is the difference of the two reports."""
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from runs.across.compare import structural_diff
+from runs.engine.spec import DEMO_DIR
+from runs.models import Run
+from runs.pages.report import build_report
+from tests.pages_helpers import rows
+from tests.streams import STREAMS, import_stream
+
+pytestmark = pytest.mark.django_db
+
+
+def launch(tmp_path, name, change=None) -> Run:
+    spec = json.loads((DEMO_DIR / "code-root.spec.json").read_text())
+    if change:
+        change(spec)
+    path = tmp_path / f"{name}.spec.json"
+    path.write_text(json.dumps(spec))
+    call_command("launch", str(path), "--name", name, "--wait", stdout=open("/dev/null", "w"))
+    return Run.objects.get(name=name)
+
+
+def no_compaction(spec):
+    coder = spec["agents"][0]
+    next(c for c in coder["capabilities"] if c["id"] == "compaction")["enabled"] = False
+
+
+@pytest.fixture
+def launched(settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    return launch(tmp_path, "base"), launch(tmp_path, "no-compaction", no_compaction)
+
+
+def test_the_diff_names_exactly_the_changed_capability(viewer_client, launched):
+    a, b = launched
+    result = viewer_client.get(reverse("runs:api_compare"), {"a": a.pk, "b": b.name}).json()
+    assert result["declared"] == [{"path": "agents[coder].capabilities[compaction].enabled",
+                                   "change": "changed", "a": True, "b": False}]
+
+
+def _report_total(report):
+    run = report["run"]
+    return {"turns": run["counts"]["turns"], "errorTurns": run["counts"]["errorTurns"], "calls": run["counts"]["calls"],
+            "agents": run["counts"]["agents"], "divergences": run["counts"]["divergences"],
+            "stores": len(report["stores"]), "cost": run["usage"]["cost"].get("comparable"),
+            "durationSeconds": run["durationSeconds"]}
+
+
+def _delta(x, y):
+    return None if x is None and y is None else (y or 0) - (x or 0)
+
+
+def test_every_delta_is_the_difference_of_the_two_reports(viewer_client, launched):
+    a, b = launched
+    ra, rb = build_report(a), build_report(b)
+    result = viewer_client.get(reverse("runs:api_compare"), {"a": a.pk, "b": b.pk}).json()
+    total = {(r["figure"], r["key"]): r for r in result["total"]}
+    for figure, value in _report_total(ra).items():
+        row = total[(figure, "")]
+        assert (row["a"], row["b"]) == (value, _report_total(rb)[figure]), figure
+        assert row["delta"] == _delta(row["a"], row["b"]), figure
+    for cls in ("uncachedInput", "cachedInput", "output", "reasoning"):
+        row = total[("tokens", cls)]
+        assert (row["a"], row["b"]) == (ra["run"]["usage"]["tokens"].get(cls), rb["run"]["usage"]["tokens"].get(cls))
+    for kind in set(ra["run"]["errorTurnsByKind"]) | set(rb["run"]["errorTurnsByKind"]):
+        row = total[("errorTurnsByKind", kind)]
+        assert row["delta"] == rb["run"]["errorTurnsByKind"].get(kind, 0) - ra["run"]["errorTurnsByKind"].get(kind, 0)
+    for op in {r["operation"] for r in ra["refusalTotals"] + rb["refusalTotals"]}:
+        row = total[("refusalsByOperation", op)]
+        want = {r["operation"]: r["refused"] for r in rb["refusalTotals"]}.get(op, 0) - {
+            r["operation"]: r["refused"] for r in ra["refusalTotals"]}.get(op, 0)
+        assert row["delta"] == want
+    # Agents pair by profile and role; per pair, the figures are each side's report agent.
+    docs_a = {d["agentId"]: d for d in ra["agents"]}
+    docs_b = {d["agentId"]: d for d in rb["agents"]}
+    assert result["pairs"] and not result["unpairedA"] and not result["unpairedB"]
+    for pair in result["pairs"]:
+        x, y = docs_a[pair["a"]["agentId"]], docs_b[pair["b"]["agentId"]]
+        assert (x["profileId"], x["role"]) == (y["profileId"], y["role"])
+        figures = {(r["figure"], r["key"]): r for r in pair["figures"]}
+        for figure in ("turns", "errorTurns", "calls"):
+            assert figures[(figure, "")]["delta"] == y[figure] - x[figure]
+        # Every offered entry keeps its figure, zeros included (the seeds' join).
+        offered = {fn["operation"]: fn["calls"] for api in x["surface"]["apis"] for fn in api["functions"]}
+        offered.update({t["name"]: t["calls"] for t in x["surface"]["tools"]})
+        for key, calls in offered.items():
+            assert figures[("callsByOperation", key)]["a"] == calls
+        assert 0 in offered.values()
+    # The calls per operation in total are the sum over the agents of each side.
+    for (figure, key), row in total.items():
+        if figure == "callsByOperation":
+            assert row["a"] == sum(agent_calls_of(d).get(key, 0) for d in ra["agents"])
+
+
+def agent_calls_of(doc):
+    from runs.across.compare import agent_calls
+    return agent_calls(doc)
+
+
+def test_the_page_links_each_side_to_its_run_and_agents(viewer_client, launched):
+    a, b = launched
+    html = viewer_client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk}).content.decode()
+    assert reverse("runs:detail", args=[a.pk]) in html and reverse("runs:detail", args=[b.pk]) in html
+    for run in (a, b):
+        for agent in run.agents.all():
+            assert reverse("runs:agent", args=[run.pk, agent.agent_id]) in html
+    assert [p for p, _ in rows(html, "data-path")] == ["agents[coder].capabilities[compaction].enabled"]
+
+
+def test_compare_two_agents_of_one_run(viewer_client):
+    run, _ = import_stream(STREAMS / "multi_agent.ndjson", "arms")
+    report = build_report(run)
+    x, y = [d for d in report["agents"] if d["programLanguage"]][:2]
+    result = viewer_client.get(reverse("runs:api_compare"), {"a": run.pk, "b": run.pk, "agent_a": x["agentId"],
+                                                             "agent_b": y["agentId"]}).json()
+    assert result["kind"] == "agents" and result["agentA"]["agentId"] == x["agentId"]
+    figures = {(r["figure"], r["key"]): r for r in result["figures"]}
+    assert figures[("turns", "")]["delta"] == y["turns"] - x["turns"]
+    assert figures[("errorTurns", "")]["delta"] == y["errorTurns"] - x["errorTurns"]
+    response = viewer_client.get(reverse("runs:compare"), {"a": run.pk, "b": run.pk, "agent_a": x["agentId"],
+                                                          "agent_b": "nobody"})
+    assert response.status_code == 404 and "has no agent" in response.content.decode()
+
+
+def test_unknown_runs_and_missing_parameters(viewer_client):
+    assert viewer_client.get(reverse("runs:api_compare"), {"a": "x", "b": "y"}).status_code == 404
+    assert viewer_client.get(reverse("runs:api_compare")).status_code == 400
+    assert "Name two runs" in viewer_client.get(reverse("runs:compare")).content.decode()
+
+
+def test_structural_diff_matches_lists_by_name_and_scalars_as_sets():
+    a = {"agents": [{"slug": "x", "tools": ["a", "b"]}, {"slug": "y"}], "limits": {"maxTurns": 3}}
+    b = {"agents": [{"slug": "y"}, {"slug": "x", "tools": ["b", "c"]}], "limits": {"maxTurns": 4}, "provider": "p"}
+    assert structural_diff(a, b) == [
+        {"path": "agents[x].tools", "change": "removed", "a": "a", "b": None},
+        {"path": "agents[x].tools", "change": "added", "a": None, "b": "c"},
+        {"path": "limits.maxTurns", "change": "changed", "a": 3, "b": 4},
+        {"path": "provider", "change": "added", "a": None, "b": "p"},
+    ]

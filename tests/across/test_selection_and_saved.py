@@ -1,0 +1,87 @@
+"""The list's selection (compare, export, delete with permission and confirmation) and saved views."""
+
+import io
+import zipfile
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+
+from runs.models import Event, Run, RunFacts, SavedView
+from tests.pages_helpers import rows
+from tests.streams import REAL_MOCK, STREAMS, import_stream
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def two():
+    return import_stream(REAL_MOCK, "first")[0], import_stream(STREAMS / "multi_agent.ndjson", "second")[0]
+
+
+def test_select_two_to_compare_the_older_as_a(viewer_client, two):
+    a, b = two
+    response = viewer_client.post(reverse("runs:selected"), {"run": [b.pk, a.pk], "action": "compare"})
+    assert response.status_code == 302 and response["Location"] == reverse("runs:compare") + f"?a={a.pk}&b={b.pk}"
+    one = viewer_client.post(reverse("runs:selected"), {"run": [a.pk], "action": "compare", "back": "q=x"}, follow=True)
+    assert "Select exactly two runs" in one.content.decode() and one.redirect_chain[-1][0] == "/?q=x"
+
+
+def test_export_is_a_zip_of_each_stream_verbatim(viewer_client, two):
+    a, b = two
+    response = viewer_client.post(reverse("runs:selected"), {"run": [a.pk, b.pk], "action": "export"})
+    assert response["Content-Type"] == "application/zip"
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    assert sorted(archive.namelist()) == ["first.ndjson", "second.ndjson"]
+    assert archive.read("first.ndjson") == REAL_MOCK.read_bytes()
+
+
+def test_delete_needs_the_permission_then_a_confirmation(viewer_client, viewer, two):
+    a, b = two
+    assert viewer_client.post(reverse("runs:selected"), {"run": [a.pk], "action": "delete"}).status_code == 403
+    assert Run.objects.count() == 2
+    viewer.user_permissions.add(Permission.objects.get(codename="delete_run", content_type__app_label="runs"))
+    confirm = viewer_client.post(reverse("runs:selected"), {"run": [a.pk, b.pk], "action": "delete"})
+    assert confirm.status_code == 200 and {k for k, _ in rows(confirm.content, "data-run")} == {"first", "second"}
+    assert Run.objects.count() == 2  # nothing gone before the confirmation
+    done = viewer_client.post(reverse("runs:selected"), {"run": [a.pk, b.pk], "action": "delete", "confirm": "yes"},
+                              follow=True)
+    assert "Deleted 2 runs" in done.content.decode()
+    assert not Run.objects.exists() and not Event.objects.exists() and not RunFacts.objects.exists()
+
+
+def test_the_delete_button_shows_only_with_the_permission(viewer_client, viewer, two):
+    assert 'value="delete"' not in viewer_client.get(reverse("runs:list")).content.decode()
+    viewer.user_permissions.add(Permission.objects.get(codename="delete_run", content_type__app_label="runs"))
+    assert 'value="delete"' in viewer_client.get(reverse("runs:list")).content.decode()
+
+
+@pytest.mark.parametrize("kind, page", [("list", "runs:list"), ("compare", "runs:compare"),
+                                        ("analysis", "runs:analysis")])
+def test_a_saved_view_is_its_query_opened_by_url(operator_client, kind, page, two):
+    a, b = two
+    query = {"list": "language=python&sort=-cost&after=abc", "compare": f"a={a.pk}&b={b.pk}",
+             "analysis": "group=language&source=import&format=csv"}[kind]
+    response = operator_client.post(reverse("runs:view_save"), {"name": "Python by cost", "kind": kind, "query": query})
+    view = SavedView.objects.get()
+    # A page position and a download format are not part of a view.
+    assert "after" not in view.query and "format" not in view.query
+    assert response["Location"] == reverse(page) + "?" + view.query
+    opened = operator_client.get(reverse("runs:view", args=[view.pk]))
+    assert opened.status_code == 302 and opened["Location"] == response["Location"]
+    assert operator_client.get(opened["Location"]).status_code == 200
+    assert "Python by cost" in operator_client.get(reverse(page) + "?" + view.query).content.decode()
+    # Saving again under the name replaces the view.
+    operator_client.post(reverse("runs:view_save"), {"name": "Python by cost", "kind": kind, "query": "q=x"})
+    assert SavedView.objects.get().query == "q=x"
+
+
+def test_saving_a_view_needs_a_name_and_the_permission(viewer_client):
+    assert viewer_client.post(reverse("runs:view_save"), {"name": "v", "kind": "list", "query": ""}).status_code == 403
+
+
+def test_a_saved_view_needs_a_name_and_a_known_kind(operator_client):
+    nameless = operator_client.post(reverse("runs:view_save"), {"name": " ", "kind": "list", "query": "q=x"}, follow=True)
+    assert "needs a name" in nameless.content.decode() and not SavedView.objects.exists()
+    operator_client.post(reverse("runs:view_save"), {"name": "v", "kind": "nope", "query": ""})
+    assert not SavedView.objects.exists()
