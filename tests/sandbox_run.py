@@ -5,7 +5,8 @@ Every record the membrane emits is validated against gg's schema as it is emitte
 import textwrap
 from itertools import count
 
-from runs.engine.sandbox.membrane import AgentContext, run_program
+from runs.engine.sandbox.membrane import AgentContext
+from runs.engine.sandbox.program import run_program
 from runs.engine.sandbox.guest import get_sandbox
 from runs.engine.tools.module_stores import ArchiveStore, BoardStore, MemoryStore, TaskStore
 from runs.engine.tools.skills import SkillLibrary

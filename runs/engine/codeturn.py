@@ -1,6 +1,6 @@
 """A responses-as-code turn: the reply's submit_program calls run through the membrane.
 
-Each call carrying a program gets the `ok` receipt and is run by `membrane.run_program`, which
+Each call carrying a program gets the `ok` receipt and is run by `sandbox.program.run_program`, which
 emits the api_call/api_result brackets and the code_execution record. What the model reads next
 turn is the views the program left in its window (file / text / documentation bands, replaced in
 place, dropped when closed) and the membrane's messages under their three headings. A reply
@@ -13,7 +13,8 @@ archive_thread, over the agent's history.
 from runs.engine import issues, thread
 from runs.engine.agents import SessionOver, message
 from runs.engine.sandbox import model_text as messages
-from runs.engine.sandbox.membrane import AgentContext, run_program
+from runs.engine.sandbox.membrane import AgentContext
+from runs.engine.sandbox.program import run_program
 from runs.engine.tools.errors import ToolError
 
 VIEW_BANDS = {"file": "file_view", "text": "text_view", "docs": "docs_view"}

@@ -24,9 +24,8 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from runs.engine.spec import DEMO_DIR
+from runs.demo import DEMO_DIR
 from runs.engine.tools.context_views import estimate_tokens
 
 SUBMIT_PROGRAM = {
@@ -181,7 +180,3 @@ def make_provider(config):
     if "demo" in config:
         return ScriptedProvider.demo(config["demo"])
     return ScriptedProvider(config["script"])
-
-
-def demo_names():
-    return sorted(p.name[: -len(".script.json")] for p in Path(DEMO_DIR).glob("*.script.json"))

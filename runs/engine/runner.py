@@ -16,7 +16,7 @@ from runs.engine.external import run_external
 from runs.engine.run_workspace import workspace_dir
 from runs.models import Run
 from runs.engine.loop import Engine
-from runs.engine.spec import validate_spec
+from runs.engine.validation import validate_spec
 from runs.engine.telemetry import Telemetry
 
 log = logging.getLogger(__name__)

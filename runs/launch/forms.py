@@ -9,53 +9,27 @@ the spec it records which input wrote each spec path, so an error path from vali
 (`agents[0].capabilities[2].params.scope`) lands beside the input that wrote the value. Pre-fill
 goes the other way: any spec (a launch spec, a saved configuration, an imported run's gg-shaped
 capability set) is read tolerantly into the same inputs.
+
+The parsing is `runs.launch.post`; the vocabulary both share (choices, fields, how a profile is read)
+is `runs.launch.fields`.
 """
 
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from surfaces import docviews
 from surfaces.catalogue import CAPABILITIES
 
-from runs.engine.providers import DEMO_DIR, demo_names
-from runs.engine.spec import ENGINE_LANGUAGES, MEMORY_SCOPES, MODULE_KINDS, ROSTER_SCOPES, validate_spec
+from runs.demo import demo_names
+from runs.engine.spec import ENGINE_LANGUAGES, MODULE_KINDS, ROSTER_SCOPES
+from runs.engine.validation import validate_spec
+from runs.launch.fields import (CHECKLIST, EXTRA_HELP, FORM_PROFILE_FIELDS, FORM_TOP_LEVEL, LIMITS, MODE_CHOICES,
+                                PARAM_CHOICES, PROVIDER_KINDS, RAC_PARAMS, REQUIRED_PARAM_TYPES, WORKSPACE_FIELD,
+                                allowlist_of, capabilities_by_id, default_profile, derived_allowlist, doc_view_flags,
+                                dom_id, mode_of)
+from runs.launch.post import PostParser
 
-MACHINE = "machine"  # the form's third mode: a machine shell (the fsm capability alone)
-MODE_CHOICES = (("tool_calling", "Tool calling"), ("responses_as_code", "Responses as code"),
-                (MACHINE, "Machine (FSM)"))
-# The mode and the machine have their own inputs; the checklist offers the rest.
-CHECKLIST = tuple(c for c in CAPABILITIES.values() if c.id not in ("responses-as-code", "fsm"))
-DEFAULT_ON = ("read-file", "write-file", "edit-file", "list-dir", "skills", "memories", "tasks")
-PARAM_CHOICES = {
-    ("memories", "scope"): MEMORY_SCOPES,
-    ("tasks", "mode"): ("simple", "issues"),
-    ("skills", "ownership"): ("owned", "unowned"),
-    ("agent-managed-context", "ownership"): ("owned", "unowned"),
-    ("project-management", "ownership"): ("owned", "unowned"),
-}
-REQUIRED_PARAM_TYPES = {"windowLimit": int, "maxDepth": int, "mergeAgent": str}  # params with no default
-RAC_PARAMS = ("timeoutSecs", "maxMemoryBytes")  # the responses-as-code params the mode section shows
-LIMITS = (("maxTurns", "Max turns (per agent)", int), ("maxRuntimeSecs", "Max runtime (s)", int),
-          ("maxConsecutiveErrors", "Max consecutive errors", int),
-          ("maxErrorRate", "Max error rate (0–1)", float), ("errorRateWindow", "Error-rate window (turns)", int),
-          ("maxParallel", "Max parallel agents", int))
-PROVIDER_KINDS = (("demo", "Shipped scripted demo"), ("script", "Pasted script (JSON)"),
-                  ("openai", "OpenAI-compatible endpoint"))
-WORKSPACE_FIELD = "workspace_zip"
-# What the form has inputs for; any other field of a spec (gg's openingTurn, hooks, customInstructions,
-# loopDetection, modelSlots, engine, limits such as maxCost, ...) rides in an "other fields" JSON
-# input, so a re-run reproduces the configuration it was opened from.
-FORM_TOP_LEVEL = ("name", "task", "agents", "limits", "provider", "workspace")
-FORM_PROFILE_FIELDS = ("slug", "name", "executionMode", "modelId", "programLanguage", "docViewTypes",
-                       "capabilities", "tools", "operations", "subagents")
-EXTRA_HELP = "a JSON object of fields this form has no inputs for ({}), kept as written"
-
-
-def dom_id(name):
-    """An input's element id (its error slot is `err-` + this)."""
-    return "f-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)
 
 
 @dataclass
@@ -112,7 +86,11 @@ class LaunchForm:
     @classmethod
     def from_post(cls, data):
         """Parse a submitted form into a spec; conversion problems become errors on their input."""
-        return _PostParser(data).form()
+        parser = PostParser(data)
+        form = cls(parser.parse(), raw=parser.raw, sources=parser.sources, configuration=parser.configuration)
+        for path, message in parser.errors:
+            form.add_error(path, message)
+        return form
 
     # ---- validation --------------------------------------------------------------------
 
@@ -229,10 +207,10 @@ class LaunchForm:
 
     def _profile_view(self, i, raw, slugs):
         p = f"agents.{i}"
-        caps = _capabilities_by_id(raw)
+        caps = capabilities_by_id(raw)
         mode = mode_of(raw)
         rac = (caps.get("responses-as-code") or {}).get("params") or {}
-        flags = _flags(raw.get("docViewTypes", rac.get("docViewTypes")))
+        flags = doc_view_flags(raw.get("docViewTypes", rac.get("docViewTypes")))
         key, names = allowlist_of(raw)
         fields = {
             "slug": self._field(f"{p}.slug", "Slug", value=raw.get("slug", "")),
@@ -347,65 +325,6 @@ class LaunchForm:
         }
 
 
-def default_profile(slug, name):
-    """A fresh tool-calling profile with gg's older default-on capabilities and its allowlist."""
-    profile = {"slug": slug, "name": name, "executionMode": "tool_calling",
-               "capabilities": [{"id": c, "enabled": True, "params": {}} for c in DEFAULT_ON]}
-    key, names = derived_allowlist(profile)
-    profile[key] = names
-    return profile
-
-
-def mode_of(raw):
-    caps = _capabilities_by_id(raw)
-    if (caps.get("fsm") or {}).get("enabled", False):
-        return MACHINE
-    if raw.get("executionMode"):
-        return raw["executionMode"]
-    return "responses_as_code" if (caps.get("responses-as-code") or {}).get("enabled") else "tool_calling"
-
-
-def allowlist_of(raw):
-    """("tools" | "operations", names) as the profile wrote it; names None when it wrote none."""
-    for key in ("tools", "operations"):
-        if raw.get(key) is not None:
-            return key, raw[key]
-    return ("operations" if mode_of(raw) == "responses_as_code" else "tools"), None
-
-
-def derived_allowlist(raw):
-    """What the enabled capabilities offer, in the profile's mode's vocabulary; (None, []) for a machine."""
-    mode = mode_of(raw)
-    if mode == MACHINE:
-        return None, []
-    caps = _capabilities_by_id(raw)
-    enabled = [c for c in CHECKLIST if c.id in caps and caps[c.id].get("enabled", True)]
-    if mode == "responses_as_code":
-        return "operations", [op for c in enabled for op in c.operations]
-    return "tools", [tool for c in enabled for tool in c.tools]
-
-
-def demo_spec(name):
-    """A shipped demo's ready spec (runs/demo/<name>.spec.json), or None."""
-    if name not in demo_names():
-        return None
-    path = Path(DEMO_DIR) / f"{name}.spec.json"
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def _capabilities_by_id(raw):
-    return {c["id"]: c for c in raw.get("capabilities") or [] if isinstance(c, dict) and "id" in c}
-
-
-def _flags(value):
-    if isinstance(value, list):
-        return [str(x) for x in value]
-    try:
-        return sorted(docviews.resolve(value), key=docviews.FLAGS.index)
-    except ValueError:
-        return []
-
-
 def _extra(spec, own):
     return {key: value for key, value in spec.items() if key not in own}
 
@@ -417,214 +336,3 @@ def _json_text(value):
 def _limit_value(spec, key):
     value = (spec.get("limits") or {}).get(key)
     return "" if value is None else value
-
-
-class _PostParser:
-    """One pass over a QueryDict: builds the spec, the source of every path and the conversion errors."""
-
-    def __init__(self, data):
-        self.data = data
-        self.sources = {}
-        self.raw = {}
-        self.errors = []
-
-    def form(self):
-        spec = {"task": self.text("task", "task"), "agents": self.agents(), "limits": self.limits(),
-                "provider": self.provider()}
-        name = self.text("name", "name")
-        if name:
-            spec["name"] = name
-        files = self.json("workspace.files", "workspace.files")
-        if files is not None:
-            spec["workspace"] = {"files": files}
-        self.merge_extra(spec, "extra", "", FORM_TOP_LEVEL)
-        self.sources["workspace"] = WORKSPACE_FIELD
-        self.sources.setdefault("agents", "agents")
-        self.sources.setdefault("limits", "limits")
-        configuration = {key: self.text(f"configuration.{key}", f"configuration.{key}")
-                         for key in ("name", "description")}
-        form = LaunchForm(spec, raw=self.raw, sources=self.sources, configuration=configuration)
-        for path, message in self.errors:
-            form.add_error(path, message)
-        return form
-
-    # Each reader records the input behind the spec path it fills.
-    def text(self, name, path):
-        self.sources[path] = name
-        return self.data.get(name, "").strip()
-
-    def number(self, name, path, kind=int):
-        self.sources[path] = name
-        text = self.data.get(name, "").strip()
-        if not text:
-            return None
-        try:
-            return kind(text)
-        except ValueError:
-            self.raw[name] = text
-            self.errors.append((path, "a whole number" if kind is int else "a number"))
-            return None
-
-    def json(self, name, path):
-        text = self.text(name, path)
-        if not text:
-            return None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            self.raw[name] = text
-            self.errors.append((path, f"not valid JSON: {exc}"))
-            return None
-
-    def merge_extra(self, target, name, path, own):
-        """Fold an "other fields" JSON object into `target`; a field that has its own input is refused."""
-        extra = self.json(name, f"{path}.extra" if path else "extra")
-        if extra is None:
-            return
-        if not isinstance(extra, dict):
-            self.raw[name] = self.data.get(name, "")
-            self.errors.append((f"{path}.extra" if path else "extra", "a JSON object of further fields"))
-            return
-        for key, value in extra.items():
-            self.sources[f"{path}.{key}" if path else key] = name
-            if key in own:
-                self.raw[name] = self.data.get(name, "")
-                self.errors.append((f"{path}.{key}" if path else key, f"{key!r} has its own input; "
-                                                                       "it is not written here"))
-            else:
-                target[key] = value
-
-    def indexes(self, prefix):
-        pattern = re.compile(re.escape(prefix) + r"\.(\d+)\.")
-        return sorted({int(m.group(1)) for key in self.data for m in [pattern.match(key)] if m})
-
-    def agents(self):
-        return [self.profile(i, n) for n, i in enumerate(self.indexes("agents"))]
-
-    def profile(self, i, n):
-        f, path = f"agents.{i}", f"agents[{n}]"
-        self.sources[path] = f
-        profile = {"slug": self.text(f"{f}.slug", f"{path}.slug")}
-        if name := self.text(f"{f}.name", f"{path}.name"):
-            profile["name"] = name
-        mode = self.data.get(f"{f}.executionMode", "tool_calling")
-        if mode == MACHINE:
-            states = self.states(f, f"{path}.capabilities[0].params.states")
-            profile["capabilities"] = [{"id": "fsm", "enabled": True, "params": {"states": states}}]
-            self.sources[f"{path}.capabilities[0]"] = f"{f}.executionMode"
-            self.merge_extra(profile, f"{f}.extra", path, FORM_PROFILE_FIELDS)
-            return profile
-        profile["executionMode"] = self.text(f"{f}.executionMode", f"{path}.executionMode") or "tool_calling"
-        if model := self.text(f"{f}.modelId", f"{path}.modelId"):
-            profile["modelId"] = model
-        caps = []
-        if mode == "responses_as_code":
-            profile["programLanguage"] = self.text(f"{f}.programLanguage", f"{path}.programLanguage")
-            flags = self.data.getlist(f"{f}.docViewTypes")
-            profile["docViewTypes"] = flags or docviews.NONE
-            self.sources[f"{path}.docViewTypes"] = f"{f}.docViewTypes"
-            params = {}
-            for param in RAC_PARAMS:
-                name = f"{f}.cap.responses-as-code.params.{param}"
-                value = self.number(name, f"{path}.capabilities[0].params.{param}")
-                if value is not None:
-                    params[param] = value
-            caps.append({"id": "responses-as-code", "enabled": True, "params": params})
-        for info in CHECKLIST:
-            if self.data.get(f"{f}.cap.{info.id}"):
-                caps.append(self.capability(info, f"{f}.cap.{info.id}", f"{path}.capabilities[{len(caps)}]"))
-        profile["capabilities"] = caps
-        key = "operations" if mode == "responses_as_code" else "tools"
-        names = re.split(r"[\s,]+", self.text(f"{f}.allowlist", f"{path}.{key}"))
-        if names != [""]:
-            profile[key] = names
-        roster = self.roster(f, path)
-        if roster:
-            profile["subagents"] = roster
-        self.merge_extra(profile, f"{f}.extra", path, FORM_PROFILE_FIELDS)
-        return profile
-
-    def capability(self, info, f, path):
-        self.sources[path] = f
-        cap = {"id": info.id, "enabled": True, "params": {}}
-        if info.implementations:
-            cap["implementation"] = self.text(f"{f}.implementation", f"{path}.implementation")
-        for param, default in info.params.items():
-            name, ppath = f"{f}.params.{param}", f"{path}.params.{param}"
-            kind_of = type(default) if default is not None else REQUIRED_PARAM_TYPES.get(param, str)
-            if param == "states":
-                continue
-            if (info.id, param) not in PARAM_CHOICES and kind_of is bool:
-                self.sources[ppath] = name
-                cap["params"][param] = bool(self.data.get(name))
-            elif kind_of in (int, float) and (info.id, param) not in PARAM_CHOICES:
-                value = self.number(name, ppath, kind_of)
-                if value is not None:
-                    cap["params"][param] = value
-            elif value := self.text(name, ppath):
-                cap["params"][param] = value
-        return cap
-
-    def roster(self, f, path):
-        out = []
-        for j in self.indexes(f"{f}.subagents"):
-            row = f"{f}.subagents.{j}"
-            if not self.data.get(f"{row}.agent", "").strip():
-                continue  # the blank row every roster ends with
-            epath = f"{path}.subagents[{len(out)}]"
-            self.sources[epath] = f"{row}.agent"
-            self.sources[f"{epath}.scopes"] = f"{row}.scopes"
-            out.append({"agent": self.text(f"{row}.agent", f"{epath}.agent"),
-                        "description": self.text(f"{row}.description", f"{epath}.description"),
-                        "scopes": self.data.getlist(f"{row}.scopes")})
-        return out
-
-    def states(self, f, path):
-        self.sources[path] = f"{f}.states.0.name"
-        out = []
-        for s in self.indexes(f"{f}.states"):
-            row = f"{f}.states.{s}"
-            if not (self.data.get(f"{row}.name", "").strip() or self.data.get(f"{row}.agent", "").strip()):
-                continue
-            spath = f"{path}[{len(out)}]"
-            self.sources[spath] = f"{row}.name"
-            state = {"name": self.text(f"{row}.name", f"{spath}.name"),
-                     "agent": self.text(f"{row}.agent", f"{spath}.agent"), "transitions": []}
-            for t in self.indexes(f"{row}.transitions"):
-                edge = f"{row}.transitions.{t}"
-                if not self.data.get(f"{edge}.to", "").strip():
-                    continue
-                epath = f"{spath}.transitions[{len(state['transitions'])}]"
-                self.sources[epath] = f"{edge}.to"
-                self.sources[f"{epath}.transfer"] = f"{edge}.transfer"
-                item = {"to": self.text(f"{edge}.to", f"{epath}.to"),
-                        "transfer": self.data.getlist(f"{edge}.transfer")}
-                if description := self.text(f"{edge}.description", f"{epath}.description"):
-                    item["description"] = description
-                state["transitions"].append(item)
-            out.append(state)
-        return out
-
-    def limits(self):
-        limits = {}
-        for key, _label, kind in LIMITS:
-            value = self.number(f"limits.{key}", f"limits.{key}", kind)
-            if value is not None:
-                limits[key] = value
-        self.merge_extra(limits, "limits.extra", "limits", [k for k, *_ in LIMITS])
-        return limits
-
-    def provider(self):
-        kind = self.data.get("provider.kind", "demo")
-        self.sources["provider"] = "provider.kind"
-        self.sources["provider.kind"] = "provider.kind"
-        if kind == "openai":
-            provider = {"kind": "openai"}
-            for key in ("baseUrl", "model", "apiKeyEnv"):
-                if value := self.text(f"provider.{key}", f"provider.{key}"):
-                    provider[key] = value
-            return provider
-        if kind == "script":
-            script = self.json("provider.script", "provider.script")
-            return {"kind": "scripted", "script": {} if script is None else script}
-        return {"kind": "scripted", "demo": self.text("provider.demo", "provider.demo")}

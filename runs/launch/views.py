@@ -11,9 +11,9 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST, require_http_methods
 
-from runs.engine.providers import demo_names
+from runs.demo import demo_names, demo_spec
 from runs.launch import services
-from runs.launch.forms import WORKSPACE_FIELD, LaunchForm, demo_spec, dom_id
+from runs.launch.forms import WORKSPACE_FIELD, LaunchForm, dom_id
 from runs.models import Run, SavedConfiguration
 
 PERMISSION = "runs.add_run"

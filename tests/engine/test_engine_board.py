@@ -8,7 +8,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from runs.engine.spec import DEMO_DIR
+from runs.demo import DEMO_DIR
 from tests.engine_helpers import of_type, run_spec, schema_errors
 from tests.pages_helpers import rows
 from tests.engine.test_engine import call, spec, tool_agent

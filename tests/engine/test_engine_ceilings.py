@@ -3,7 +3,7 @@
 import pytest
 
 from runs.engine.loop import Engine
-from runs.engine.spec import validate_spec
+from runs.engine.validation import validate_spec
 from runs.engine.telemetry import Telemetry
 from runs.models import Run
 from tests.engine_helpers import of_type, run_spec, schema_errors

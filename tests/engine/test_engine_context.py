@@ -8,7 +8,7 @@ import json
 import pytest
 
 from runs.engine.loop import Engine
-from runs.engine.spec import validate_spec
+from runs.engine.validation import validate_spec
 from runs.engine.telemetry import Telemetry
 from tests.engine_helpers import of_type, run_spec, schema_errors
 from tests.engine.test_engine import call, spec, tool_agent

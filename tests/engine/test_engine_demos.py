@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from runs.engine.spec import DEMO_DIR
+from runs.demo import DEMO_DIR
 from tests.engine_helpers import of_type, run_spec, schema_errors
 
 pytestmark = pytest.mark.django_db

@@ -47,7 +47,7 @@ def test_a_run_executed_by_gg_is_tailed_into_ingest(tmp_path, monkeypatch):
 
 
 def test_engine_gg_needs_gg_binary(monkeypatch):
-    from runs.engine.spec import validate_spec
+    from runs.engine.validation import validate_spec
 
     monkeypatch.delenv("GG_BINARY", raising=False)
     _, errors = validate_spec({"task": "t", "engine": "gg", "agents": [{"slug": "a"}],

@@ -7,7 +7,7 @@ import pytest
 from django.conf import settings
 
 from runs.engine.sandbox import guest as sandbox
-from runs.engine.sandbox.membrane import run_program
+from runs.engine.sandbox.program import run_program
 from runs.engine.sandbox.guest import artifact_path, get_sandbox
 from tests.sandbox_run import context, run
 

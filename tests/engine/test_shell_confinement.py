@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from runs.engine.loop import Engine
-from runs.engine.spec import validate_spec
+from runs.engine.validation import validate_spec
 from runs.engine.telemetry import Telemetry
 from runs.engine.tools import confined
 from runs.engine.tools.errors import ToolError

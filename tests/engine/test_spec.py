@@ -2,7 +2,7 @@
 
 import copy
 
-from runs.engine.spec import validate_spec
+from runs.engine.validation import validate_spec
 
 
 def good_spec():

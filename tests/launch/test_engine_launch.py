@@ -5,7 +5,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from runs.engine.spec import DEMO_DIR
+from runs.demo import DEMO_DIR
 from runs.models import Run
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from runs.launch import dispatch, services
-from runs.engine.spec import validate_spec
+from runs.engine.validation import validate_spec
 from runs.launch.forms import LaunchForm
 from runs.models import Event, Run, SavedConfiguration
 from tests.launch_helpers import form_fields, wait_for_end

@@ -20,7 +20,8 @@ PG = "postgres://postgres@127.0.0.1:5432/"
 
 LAUNCH = """
 import json, sys
-from runs.launch.forms import LaunchForm, demo_spec
+from runs.demo import demo_spec
+from runs.launch.forms import LaunchForm
 from runs.launch.services import run_launch
 spec = demo_spec(sys.argv[1]) if sys.argv[1] != "slow" else None
 if spec is None:

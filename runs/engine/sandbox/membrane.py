@@ -5,13 +5,10 @@ endings) → the typed tool implementation runs (runs/engine/tools) → `api_res
 class). Endings, successions, forks, hand-overs, compaction and delegation that needs the run
 loop are registered here and applied by the loop when the turn closes.
 
-The engine calls one function:
-
-    outcome = run_program(ctx, source)
-
-with an `AgentContext` (what this agent holds) and gets a `ProgramOutcome` (what happened,
-what to apply at turn close, and `model_messages`: exactly what the model is told). The
-`code_execution` record and the operator's log lines have already been emitted through ctx.emit.
+The engine calls one function, `runs.engine.sandbox.program.run_program(ctx, source)`, with an
+`AgentContext` (what this agent holds) and gets a `ProgramOutcome` (what happened, what to apply at
+turn close, and `model_messages`: exactly what the model is told). The `code_execution` record and
+the operator's log lines have already been emitted through ctx.emit.
 """
 
 import contextlib
@@ -124,7 +121,7 @@ class ProgramOutcome:
         return "\n\n".join(messages.render(h, b) for h, b in self.model_messages)
 
 
-def _clip(text, limit):
+def clip(text, limit):
     raw = text.encode()
     return text if len(raw) <= limit else raw[:limit].decode(errors="ignore") + "…"
 
@@ -171,7 +168,7 @@ class Membrane:
             self.log_count += 1
             line = args[0]
             if len(line.encode()) > MAX_LOG_LINE_BYTES:
-                line = _clip(line, MAX_LOG_LINE_BYTES)
+                line = clip(line, MAX_LOG_LINE_BYTES)
             self.logs.append(line)
             if len(self.logs) > MAX_LOG_LINES:
                 del self.logs[0]
@@ -225,10 +222,10 @@ class Membrane:
         except ToolError as exc:
             result = ("err", {"code": exc.code, "operation": BY_ID[op_id].key, "message": exc.message})
             if op_id.startswith("views.") and exc.code in ("limit-exceeded", "invalid-argument"):
-                self.view_record("refused", "warn", f"a view call was refused: {_clip(exc.message, MAX_FAILURE_TEXT_BYTES)}")
+                self.view_record("refused", "warn", f"a view call was refused: {clip(exc.message, MAX_FAILURE_TEXT_BYTES)}")
         except Exception as exc:  # a defect in a tool must not take the program down with a trap
             result = ("err", {"code": "other", "operation": BY_ID[op_id].key, "message": f"gg failed: {exc}"})
-            self.log("error", f"`{op_id}` raised inside gg: {_clip(repr(exc), MAX_FAILURE_TEXT_BYTES)}")
+            self.log("error", f"`{op_id}` raised inside gg: {clip(repr(exc), MAX_FAILURE_TEXT_BYTES)}")
         if op_id in BLOCKING:
             blocked = time.monotonic() - started
             self.deadline += blocked
@@ -271,7 +268,7 @@ class Membrane:
         if self.refusals < MAX_REFUSALS_DESCRIBED:
             self.refusals += 1
             self.log("warn", f"the program's `{self.spelled(op_id)}` call was refused before it ran: "
-                             f"{_clip(message, MAX_FAILURE_TEXT_BYTES)}")
+                             f"{clip(message, MAX_FAILURE_TEXT_BYTES)}")
         else:
             self.refusals_suppressed += 1
 
@@ -354,13 +351,13 @@ class Membrane:
                                                  "; ".join(payload.get("items", [])))
             if not ok:
                 self.log("warn", f"the program called `{self.spelled(op_id)}` and then failed, so the session was NOT "
-                                 f"ended: {_clip(summary, SUMMARY_PREVIEW_BYTES)}")
+                                 f"ended: {clip(summary, SUMMARY_PREVIEW_BYTES)}")
             else:
                 outcome.ending = (op_id, payload)
                 if len(self.endings) > 1:
                     self.log("warn", f"the program called `{self.spelled(op_id)}` {len(self.endings) - 1} more time(s) "
                                      f"before the call that ended the session; the last declaration is the one that stands.")
-                self.log("info", f"the program ended the session: {_clip(summary, SUMMARY_PREVIEW_BYTES)}")
+                self.log("info", f"the program ended the session: {clip(summary, SUMMARY_PREVIEW_BYTES)}")
         notices = [messages.module_failed(name, ctx.lib.modules.get(name, {}).get("name", name), message)
                    for name, message in self.module_errors]
         if outcome.rerun is not None:
@@ -399,56 +396,4 @@ class Membrane:
         outcome.code_execution = record
 
 
-def run_program(ctx, source, sandbox=None):
-    """Run one program of `ctx`'s agent through the Python guest. Never raises for the program's
-    faults: a compile error, a throw, a sandbox limit or a toolchain failure are all outcomes."""
-    # Imported here, not at the top: the guest loads wasmtime, which a tool-calling run never needs.
-    from runs.engine.sandbox.guest import SandboxError, Trap, get_sandbox
-
-    outcome = ProgramOutcome(ok=False)
-    membrane = Membrane(ctx, outcome)
-    try:
-        sandbox = sandbox or get_sandbox()
-        # The wall-clock budget is the program's: building the guest on first use is not spent from it.
-        started = time.monotonic()
-        membrane.deadline = started + ctx.timeout_secs
-        result = sandbox.run(membrane, source, ctx.lib.guest_modules(), ctx.timeout_secs, ctx.max_memory_bytes)
-    except Trap as trap:
-        outcome.duration_ms = int((time.monotonic() - started - membrane.blocked_seconds) * 1000)
-        text = messages.sandbox_stopped(trap.kind, trap.detail, ctx.timeout_secs, ctx.max_memory_bytes)
-        membrane.log("warn", f"the code program did not run to a result: {_clip(trap.detail.strip(), MAX_FAILURE_TEXT_BYTES)}")
-        membrane.finish(False, text, {"timeout": "sandbox_timeout", "out-of-memory": "sandbox_out_of_memory"}.get(
-            trap.kind, "sandbox_trap"))
-        return outcome
-    except (SandboxError, OSError) as exc:
-        membrane.log("error", f"the code sandbox could not be operated ({exc})")
-        outcome.model_messages = [("Notice", messages.TOOLCHAIN_FAILED)]
-        outcome.ok, outcome.error_type = False, None
-        record = {"type": "code_execution", "ok": False, "toolCalls": 0, "durationMs": 0, "logs": [],
-                  "error": "the code sandbox could not be operated"}
-        ctx.emit(record)
-        outcome.code_execution = record
-        return outcome
-    outcome.duration_ms = int((time.monotonic() - started - membrane.blocked_seconds) * 1000)
-    error = result["error"]
-    if result["ok"] or error is None:
-        membrane.finish(True, None, None)
-    else:
-        membrane.finish(False, error["message"], _error_type(error))
-    return outcome
-
-
-def _error_type(error):
-    kind = error["kind"]
-    if kind == "compile-error":
-        return "transpile_syntax"
-    if kind == "unknown-name" or (kind == "api-failure" and error["code"] == "unavailable"):
-        return "program_unknown_name"
-    if kind == "api-failure":
-        return "program_api_error"
-    if error["message"].rstrip().rsplit("\n", 1)[-1].startswith("MemoryError"):
-        return "sandbox_out_of_memory"
-    return "program_throw"
-
-
-__all__ = ["AgentContext", "ProgramOutcome", "Library", "Membrane", "run_program"]
+__all__ = ["AgentContext", "ProgramOutcome", "Library", "Membrane"]

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 
 from runs.ingest import services
 from runs.engine.runner import start_run
-from runs.engine.spec import DEMO_DIR
+from runs.demo import DEMO_DIR
 from runs.management.commands.launch import launch_spec_file
 from runs.models import Run
 

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from runs.ingest import services
 from runs.engine.runner import start_run
-from runs.engine.spec import validate_spec
+from runs.engine.validation import validate_spec
 from runs.launch import dispatch
 from runs.engine import run_workspace as workspace
 from runs.models import Run

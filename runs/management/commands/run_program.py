@@ -13,7 +13,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.engine.sandbox.membrane import AgentContext, run_program
+from runs.engine.sandbox.membrane import AgentContext
+from runs.engine.sandbox.program import run_program
 from runs.engine.tools.module_stores import ArchiveStore, BoardStore, MemoryStore, TaskStore
 from runs.engine.tools.skills import SkillLibrary
 from runs.engine.tools.workspace import Workspace

@@ -1,0 +1,186 @@
+"""Validating a run spec the way gg refuses a launch: `validate_spec(data) -> (spec, errors)`.
+
+`errors` names every offending value at once, each as
+`{"path": "agents[0].capabilities[2].params.scope", "message": "..."}`; `spec` is a
+`runs.engine.spec.RunSpec` when there are none, else None. The run's fields are checked here, each
+profile in `runs.engine.profile_validation`.
+"""
+
+import os
+from pathlib import Path
+
+from runs.demo import DEMO_DIR
+from runs.engine.profile_validation import is_int, is_number, validate_profile
+from runs.engine.spec import (DEFAULT_MAX_PARALLEL, ENV_NAME, LIMIT_FIELDS, PROFILE_FIELDS, SLUG, TOP_LEVEL, Limits,
+                              RunSpec)
+
+
+class _Errors(list):
+    def add(self, path, message):
+        self.append({"path": path, "message": message})
+
+
+def validate_spec(data):
+    """(RunSpec, []) for a launchable spec, (None, errors) naming every offending value otherwise."""
+    errors = _Errors()
+    if not isinstance(data, dict):
+        errors.add("", "a run spec is a JSON object")
+        return None, errors
+    for key in sorted(set(data) - TOP_LEVEL):
+        errors.add(key, f"unknown field {key!r}")
+    task = data.get("task")
+    if not isinstance(task, str) or not task.strip():
+        errors.add("task", "the task (the root agent's prompt) is required")
+    provider = _validate_provider(data.get("provider"), errors)
+    engine = data.get("engine", "builtin")
+    if engine not in ("builtin", "gg"):
+        errors.add("engine", "engine is 'builtin' or 'gg'")
+    elif engine == "gg" and not os.environ.get("GG_BINARY"):
+        errors.add("engine", "engine 'gg' needs GG_BINARY set to the gg executable")
+    limits = _validate_limits(data.get("limits", {}), errors)
+    workspace = _validate_workspace(data.get("workspace"), errors)
+    profiles = _validate_profiles(data.get("agents"), provider, engine, errors)
+    if "name" in data and not isinstance(data["name"], str):
+        errors.add("name", "name is a string")
+    if errors:
+        return None, list(errors)
+    spec = RunSpec(task=task, profiles=profiles, limits=limits, provider=provider, workspace=workspace,
+                   engine=engine, data=data)
+    return spec, []
+
+
+def _validate_provider(provider, errors):
+    if not isinstance(provider, dict):
+        errors.add("provider", "provider is required: {\"kind\": \"scripted\", ...} or {\"kind\": \"openai\", ...}")
+        return {}
+    kind = provider.get("kind")
+    if kind == "scripted":
+        has_script, has_demo = "script" in provider, "demo" in provider
+        if has_script == has_demo:
+            errors.add("provider", "a scripted provider names exactly one of script or demo")
+        elif has_demo and not (isinstance(provider["demo"], str) and SLUG.match(provider["demo"])
+                               and (DEMO_DIR / f"{provider['demo']}.script.json").is_file()):
+            errors.add("provider.demo", f"no shipped demo script {provider['demo']!r}")
+        elif has_script and not isinstance(provider["script"], dict):
+            errors.add("provider.script", "a script maps a profile slug (or agent id) to its list of replies")
+        elif has_script:
+            for key, replies in provider["script"].items():
+                if not isinstance(replies, list):
+                    errors.add(f"provider.script.{key}", "a script entry is a list of replies")
+    elif kind == "openai":
+        for key in ("baseUrl", "model"):
+            if not isinstance(provider.get(key), str) or not provider.get(key):
+                errors.add(f"provider.{key}", f"{key} is required for an openai provider")
+        env = provider.get("apiKeyEnv")
+        if env is not None and not (isinstance(env, str) and ENV_NAME.match(env)):
+            errors.add("provider.apiKeyEnv", "apiKeyEnv names an environment variable")
+        base = provider.get("baseUrl")
+        if isinstance(base, str) and base and not base.startswith(("http://", "https://")):
+            errors.add("provider.baseUrl", "baseUrl is an http(s) URL")
+    else:
+        errors.add("provider.kind", "provider kind is 'scripted' or 'openai'")
+    return provider
+
+
+def _validate_limits(limits, errors):
+    if not isinstance(limits, dict):
+        errors.add("limits", "limits is an object")
+        return Limits()
+    for key, value in limits.items():
+        path = f"limits.{key}"
+        if value is None:
+            continue
+        if key in LIMIT_FIELDS:
+            if not is_int(value) or value < LIMIT_FIELDS[key]:
+                errors.add(path, f"{key} is a whole number of at least {LIMIT_FIELDS[key]}")
+        elif key == "maxErrorRate":
+            if not is_number(value) or not 0 <= value < 1:
+                errors.add(path, "maxErrorRate is a fraction from 0 up to (not including) 1")
+        elif key == "maxCost":
+            if not is_number(value) or value <= 0:
+                errors.add(path, "maxCost is a positive number of US dollars")
+        else:
+            errors.add(path, f"unknown limit {key!r}")
+    has_rate, has_window = limits.get("maxErrorRate") is not None, limits.get("errorRateWindow") is not None
+    if has_rate != has_window:
+        missing = "errorRateWindow" if has_rate else "maxErrorRate"
+        errors.add(f"limits.{missing}", "maxErrorRate and errorRateWindow are set together or not at all")
+
+    def get(key, default=None):
+        value = limits.get(key)
+        return value if value is not None and not errors_for(key) else default
+
+    def errors_for(key):
+        return any(e["path"] == f"limits.{key}" for e in errors)
+
+    return Limits(max_turns=get("maxTurns"), max_runtime_secs=get("maxRuntimeSecs"),
+                  max_parallel=get("maxParallel", DEFAULT_MAX_PARALLEL),
+                  max_consecutive_errors=get("maxConsecutiveErrors"), max_error_rate=get("maxErrorRate"),
+                  error_rate_window=get("errorRateWindow"), max_cost=get("maxCost"))
+
+
+def _validate_workspace(workspace, errors):
+    if workspace is None:
+        return {"files": {}}
+    if not isinstance(workspace, dict) or set(workspace) - {"files"}:
+        errors.add("workspace", "workspace is {\"files\": {relative path: contents}}")
+        return {"files": {}}
+    files = workspace.get("files", {})
+    if not isinstance(files, dict):
+        errors.add("workspace.files", "files maps a relative path to its contents")
+        return {"files": {}}
+    for path, contents in files.items():
+        parts = Path(path).parts
+        if not path or Path(path).is_absolute() or ".." in parts:
+            errors.add(f"workspace.files.{path}", "a workspace path is relative and stays inside the workspace")
+        if not isinstance(contents, str):
+            errors.add(f"workspace.files.{path}", "file contents are a string")
+    return {"files": dict(files)}
+
+
+def _validate_profiles(agents, provider, engine, errors):
+    if not isinstance(agents, list) or not agents:
+        errors.add("agents", "at least one agent profile is required; the first is the root")
+        return []
+    slugs = [a.get("slug") if isinstance(a, dict) else None for a in agents]
+    profiles = []
+    seen = set()
+    for i, raw in enumerate(agents):
+        path = f"agents[{i}]"
+        if not isinstance(raw, dict):
+            errors.add(path, "an agent profile is an object")
+            continue
+        for key in sorted(set(raw) - PROFILE_FIELDS):
+            errors.add(f"{path}.{key}", f"unknown profile field {key!r}")
+        slug = raw.get("slug")
+        if not isinstance(slug, str) or not SLUG.match(slug):
+            errors.add(f"{path}.slug", "a slug is lowercase letters and digits in hyphen-joined groups")
+        elif slug in seen:
+            errors.add(f"{path}.slug", f"duplicate slug {slug!r}")
+        seen.add(slug)
+        profile = validate_profile(raw, path, slugs, provider, engine, errors)
+        if profile is not None:
+            profiles.append(profile)
+    machines = {p.slug for p in profiles if p.mode == "machine"}
+    for i, raw in enumerate(agents):
+        if not isinstance(raw, dict):
+            continue
+        for j, entry in enumerate(raw.get("subagents") or []):
+            target = isinstance(entry, dict) and (entry.get("agent") or entry.get("agentId"))
+            if target in machines:
+                errors.add(f"agents[{i}].subagents[{j}].agent", f"{target!r} is a machine shell, not a worker")
+    for p in profiles:
+        for s_index, state in enumerate(p.states):
+            if state.agent in machines:
+                errors.add(f"{_states_path(agents, p.slug)}[{s_index}].agent",
+                           f"a state's agent is a worker profile; {state.agent!r} is a machine")
+    return profiles
+
+
+def _states_path(agents, slug):
+    for i, raw in enumerate(agents):
+        if isinstance(raw, dict) and raw.get("slug") == slug:
+            for c, cap in enumerate(raw.get("capabilities") or []):
+                if isinstance(cap, dict) and cap.get("id") == "fsm":
+                    return f"agents[{i}].capabilities[{c}].params.states"
+    return "agents"

@@ -1,0 +1,97 @@
+"""The launch form's vocabulary, shared by the form (`runs.launch.forms`) and the POST parser
+(`runs.launch.post`): the choices it offers, the fields it has inputs for, an input's element id,
+and how a profile is read (its mode, its allowlist, a fresh one's defaults).
+"""
+
+import re
+
+from surfaces import docviews
+from surfaces.catalogue import CAPABILITIES
+
+from runs.engine.spec import MEMORY_SCOPES
+
+MACHINE = "machine"  # the form's third mode: a machine shell (the fsm capability alone)
+MODE_CHOICES = (("tool_calling", "Tool calling"), ("responses_as_code", "Responses as code"),
+                (MACHINE, "Machine (FSM)"))
+# The mode and the machine have their own inputs; the checklist offers the rest.
+CHECKLIST = tuple(c for c in CAPABILITIES.values() if c.id not in ("responses-as-code", "fsm"))
+DEFAULT_ON = ("read-file", "write-file", "edit-file", "list-dir", "skills", "memories", "tasks")
+PARAM_CHOICES = {
+    ("memories", "scope"): MEMORY_SCOPES,
+    ("tasks", "mode"): ("simple", "issues"),
+    ("skills", "ownership"): ("owned", "unowned"),
+    ("agent-managed-context", "ownership"): ("owned", "unowned"),
+    ("project-management", "ownership"): ("owned", "unowned"),
+}
+REQUIRED_PARAM_TYPES = {"windowLimit": int, "maxDepth": int, "mergeAgent": str}  # params with no default
+RAC_PARAMS = ("timeoutSecs", "maxMemoryBytes")  # the responses-as-code params the mode section shows
+LIMITS = (("maxTurns", "Max turns (per agent)", int), ("maxRuntimeSecs", "Max runtime (s)", int),
+          ("maxConsecutiveErrors", "Max consecutive errors", int),
+          ("maxErrorRate", "Max error rate (0–1)", float), ("errorRateWindow", "Error-rate window (turns)", int),
+          ("maxParallel", "Max parallel agents", int))
+PROVIDER_KINDS = (("demo", "Shipped scripted demo"), ("script", "Pasted script (JSON)"),
+                  ("openai", "OpenAI-compatible endpoint"))
+WORKSPACE_FIELD = "workspace_zip"
+# What the form has inputs for; any other field of a spec (gg's openingTurn, hooks, customInstructions,
+# loopDetection, modelSlots, engine, limits such as maxCost, ...) rides in an "other fields" JSON
+# input, so a re-run reproduces the configuration it was opened from.
+FORM_TOP_LEVEL = ("name", "task", "agents", "limits", "provider", "workspace")
+FORM_PROFILE_FIELDS = ("slug", "name", "executionMode", "modelId", "programLanguage", "docViewTypes",
+                       "capabilities", "tools", "operations", "subagents")
+EXTRA_HELP = "a JSON object of fields this form has no inputs for ({}), kept as written"
+
+
+def dom_id(name):
+    """An input's element id (its error slot is `err-` + this)."""
+    return "f-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)
+
+
+def default_profile(slug, name):
+    """A fresh tool-calling profile with gg's older default-on capabilities and its allowlist."""
+    profile = {"slug": slug, "name": name, "executionMode": "tool_calling",
+               "capabilities": [{"id": c, "enabled": True, "params": {}} for c in DEFAULT_ON]}
+    key, names = derived_allowlist(profile)
+    profile[key] = names
+    return profile
+
+
+def mode_of(raw):
+    caps = capabilities_by_id(raw)
+    if (caps.get("fsm") or {}).get("enabled", False):
+        return MACHINE
+    if raw.get("executionMode"):
+        return raw["executionMode"]
+    return "responses_as_code" if (caps.get("responses-as-code") or {}).get("enabled") else "tool_calling"
+
+
+def allowlist_of(raw):
+    """("tools" | "operations", names) as the profile wrote it; names None when it wrote none."""
+    for key in ("tools", "operations"):
+        if raw.get(key) is not None:
+            return key, raw[key]
+    return ("operations" if mode_of(raw) == "responses_as_code" else "tools"), None
+
+
+def derived_allowlist(raw):
+    """What the enabled capabilities offer, in the profile's mode's vocabulary; (None, []) for a machine."""
+    mode = mode_of(raw)
+    if mode == MACHINE:
+        return None, []
+    caps = capabilities_by_id(raw)
+    enabled = [c for c in CHECKLIST if c.id in caps and caps[c.id].get("enabled", True)]
+    if mode == "responses_as_code":
+        return "operations", [op for c in enabled for op in c.operations]
+    return "tools", [tool for c in enabled for tool in c.tools]
+
+
+def capabilities_by_id(raw):
+    return {c["id"]: c for c in raw.get("capabilities") or [] if isinstance(c, dict) and "id" in c}
+
+
+def doc_view_flags(value):
+    if isinstance(value, list):
+        return [str(x) for x in value]
+    try:
+        return sorted(docviews.resolve(value), key=docviews.FLAGS.index)
+    except ValueError:
+        return []
