@@ -18,6 +18,8 @@ from surfaces.catalogue import OPERATIONS
 
 # A bounded window over the log: the roster reads at most this many failed calls and refusal lines.
 REFUSALS_READ = 5000
+# A group lists its first rows; the rest are counted (the counts and messages above them cover all).
+GROUP_ROWS_SHOWN = 50
 REFUSED_LINE = re.compile(r"the program's `(?P<name>[^`]+)` call was refused before it ran:\s*(?P<message>.*)", re.S)
 SUPPRESSED_LINE = re.compile(r"(?P<n>\d+) further refused call\(s\) were not recorded")
 
@@ -104,6 +106,28 @@ def run_refusals(run: Run, agents: list[Agent]) -> dict:
         for turn, n in capped.items():
             turns[turn]["suppressed"] += n
         roster.append({"agent": agent, "turns": [{"turn": t, **turns[t]} for t in sorted(turns, key=lambda t: t or 0)],
+                       "groups": _by_operation(mine), "capped": sorted(capped.items(), key=lambda tn: tn[0] or 0),
                        "refused": len(mine), "suppressed": sum(capped.values())})
     return {"agents": roster, "totals": totals.most_common(), "refused": sum(totals.values()),
             "suppressed": sum(r["suppressed"] for r in roster), "truncated": truncated, "window": REFUSALS_READ}
+
+
+def _by_operation(entries: list[dict]) -> list[dict]:
+    """One agent's refusals grouped by the call refused, the most refused first: how many, in which
+    turns, with which failure classes and messages — what a big run's roster reads as at a glance."""
+    groups = {}
+    for e in entries:
+        key = e["operation"] or e["spelling"]
+        g = groups.setdefault(key, {"operation": e["operation"], "spelling": e["spelling"], "entries": [],
+                                    "failures": Counter(), "messages": Counter()})
+        g["entries"].append(e)
+        g["failures"][e["failure"] or "—"] += 1
+        g["messages"][e["message"]] += 1
+    out = []
+    for g in sorted(groups.values(), key=lambda g: -len(g["entries"])):
+        turns = [e["turn"] for e in g["entries"] if e["turn"] is not None]
+        out.append({**g, "count": len(g["entries"]), "first_turn": min(turns, default=None),
+                    "last_turn": max(turns, default=None), "failures": g["failures"].most_common(),
+                    "messages": g["messages"].most_common(), "shown": g["entries"][:GROUP_ROWS_SHOWN],
+                    "hidden": max(0, len(g["entries"]) - GROUP_ROWS_SHOWN)})
+    return out

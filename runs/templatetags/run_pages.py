@@ -21,6 +21,9 @@ BAND_COLOURS = {
 }
 CHART_HEIGHT = 160
 BAR_GAP = 2
+CHART_TOP = 8  # room above the axis top's label
+AXIS_LEFT = 52  # room for the token labels
+AXIS_BOTTOM = 30  # room for the turn labels and the axis title
 
 
 @register.simple_tag
@@ -36,24 +39,53 @@ def error_turns(holder):
 
 @register.inclusion_tag("runs/_context_chart.html")
 def context_chart(context):
-    """Stacked bars, one per turn, each band a rect scaled to the tallest turn."""
+    """Stacked bars, one per turn, each band a rect, over a token axis with turn labels beneath and
+    the context window's limit as a dashed line. The axis reaches the limit when the peak comes within
+    half of it; a limit far above the peak is named in the caption instead of flattening every bar."""
     turns = context["turns"]
     width = max(6, min(28, 900 // max(len(turns), 1)))
     peak = context["peak"] or 1
+    limit = max((t["window"] for t in turns if t["window"]), default=None)
+    top = _nice(max(peak, limit) if limit and limit <= 2 * peak else peak)
+    scale = CHART_HEIGHT / top
     bars = []
     for i, turn in enumerate(turns):
-        y = CHART_HEIGHT
+        y = CHART_TOP + CHART_HEIGHT
         rects = []
         for band, tokens in turn["bands"]:
-            h = tokens * CHART_HEIGHT / peak
+            h = tokens * scale
             y -= h
             rects.append({"band": band, "tokens": tokens, "y": round(y, 2), "h": round(h, 2),
                           "colour": BAND_COLOURS.get(band, "#bbbbbb")})
-        bars.append({"x": i * (width + BAR_GAP), "turn": turn["turn"], "total": turn["total"],
+        bars.append({"x": AXIS_LEFT + i * (width + BAR_GAP), "turn": turn["turn"], "total": turn["total"],
                      "window": turn["window"], "rects": rects})
-    return {"bars": bars, "width": width - BAR_GAP if width > 4 else width, "height": CHART_HEIGHT,
-            "svg_width": max(len(turns) * (width + BAR_GAP), 1), "peak": peak,
+    every = -(-26 // (width + BAR_GAP))  # a turn label every ~26 px at least
+    bar_width = width - BAR_GAP if width > 4 else width
+    shown = list(range(0, len(bars), every))
+    if bars and shown[-1] != len(bars) - 1:  # the latest turn is always labelled; the label before it yields
+        shown[-1 if len(shown) > 1 else len(shown):] = [len(bars) - 1]
+    labels = [{"x": round(bars[i]["x"] + bar_width / 2, 2), "turn": bars[i]["turn"]} for i in shown]
+    plot_width = max(len(turns) * (width + BAR_GAP), 1)
+    ticks = [{"y": round(CHART_TOP + CHART_HEIGHT - v * scale, 2), "value": v} for v in (0, top // 2, top)]
+    limit_line = None
+    if limit and limit <= top:
+        limit_line = {"y": round(CHART_TOP + CHART_HEIGHT - limit * scale, 2), "value": limit}
+    return {"bars": bars, "width": bar_width, "height": CHART_TOP + CHART_HEIGHT + AXIS_BOTTOM,
+            "svg_width": AXIS_LEFT + plot_width + 8, "plot_left": AXIS_LEFT, "plot_right": AXIS_LEFT + plot_width,
+            "plot_top": CHART_TOP, "plot_bottom": CHART_TOP + CHART_HEIGHT, "label_y": CHART_TOP + CHART_HEIGHT + 14,
+            "ticks": ticks, "labels": labels, "limit_line": limit_line,
+            "limit_off_chart": limit if limit and not limit_line else None, "peak": peak,
             "legend": [(b, BAND_COLOURS.get(b, "#bbbbbb")) for b in context["bands"]]}
+
+
+def _nice(value):
+    """The axis top: `value` rounded up to 1, 2 or 5 times a power of ten (at least 10)."""
+    value = max(value, 10)
+    magnitude = 10 ** (len(str(int(value))) - 1)
+    for step in (1, 2, 5, 10):
+        if value <= step * magnitude:
+            return int(step * magnitude)
+    return int(10 * magnitude)
 
 
 @register.filter
