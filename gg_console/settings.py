@@ -100,6 +100,10 @@ else:
         }
     }
 
+# A live run with no record for this long reads "stale" (a stream that stopped without
+# session_ended): GG_RUN_STALE_SECONDS, default five minutes.
+RUN_STALE_SECONDS = int(os.environ.get("GG_RUN_STALE_SECONDS", "300"))
+
 REDIS_URL = os.environ.get("REDIS_URL", "")
 
 # The built-in engine (README "The shell's confinement and the provider allowlists").

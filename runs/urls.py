@@ -4,6 +4,7 @@ from runs.across import views as across_views
 from runs.ingest import views as ingest_views
 from runs.ingest import api
 from runs.feed import views as feed_views
+from runs.pages import header as header_views
 from runs.pages import agents, arms, divergences, overview, refusals, report, stores
 from runs.launch import views as launch_views
 
@@ -23,6 +24,8 @@ urlpatterns = [
     path("runs/<int:pk>/end/", ingest_views.run_mark_ended, name="mark_ended"),
     path("api/runs/<str:run>/events", api.run_events, name="api_events"),
     path("runs/<int:pk>/feed/", feed_views.run_feed, name="feed"),
+    path("runs/<int:pk>/feed/rows", feed_views.feed_rows, name="feed_rows"),
+    path("runs/<int:pk>/header/", header_views.run_header_frame, name="header"),
     path("runs/<int:pk>/agents/", agents.agents_page, name="agents"),
     path("runs/<int:pk>/agents/<path:agent_id>/", agents.agent_page, name="agent"),
     path("runs/<int:pk>/stores/", stores.stores_page, name="stores"),

@@ -1,4 +1,4 @@
-"""The live activity feed socket: ws/runs/<run>/feed/?after=<seq>.
+"""The live activity feed socket: ws/runs/<run>/feed/?after=<seq>[&agent=…&kind=…&op=…&failed=1&q=…][&rows=0].
 
 The channel layer is a doorbell, not a log: a `run.event` message only says "something was
 stored". The consumer always reads the database after its own cursor, so a dropped or coalesced
@@ -10,15 +10,20 @@ the log before it (`runs.feed.state.FeedState`).
 """
 
 import asyncio
+import json
 import logging
 from collections import OrderedDict
+from html import escape
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from runs.feed.doorbell import MESSAGE_TYPE, group_name
+from runs.feed.filters import FeedFilter
+from runs.feed.html import render_rows
 from runs.feed.windows import BATCH, read_window, run_state
+from runs.models import Event, Run
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +31,8 @@ HEARTBEAT_SECONDS = 15  # as gg's own live stream: a beat while idle
 # While doorbells pour in, a connection reads at most this often: each pass then carries more
 # rows, and a socket message costs the server about as much as the rows in it.
 PASS_SECONDS = 0.05
-ENDED_HTML = '<div id="feed-end" hx-swap-oob="true" data-ended="1">The run has ended; every stored event is shown.</div>'
+ANNOUNCE_SECONDS = 1.0  # without rows: at most one "something new" a second
+MAX_UNACKED = 2  # messages in flight to a page that acknowledges
 HEARTBEAT_HTML = "<!-- heartbeat -->"  # a message with no elements: htmx swaps nothing
 
 
@@ -101,6 +107,31 @@ class WindowCache:
 WINDOWS = WindowCache()
 
 
+def ended_html(status="", reason=""):
+    """The last message of an ended run's socket: its status and, for an interrupted run, why."""
+    words = f"{status}: {reason}" if reason else status
+    return (f'<div id="feed-end" hx-swap-oob="true" data-ended="1" data-status="{escape(status)}"'
+            f' data-reason="{escape(reason)}">The run has ended ({escape(words)}); every stored event is shown.</div>')
+
+
+def announce_html(seq):
+    return f'<span id="feed-rung" data-seq="{int(seq)}"></span>'
+
+
+def follow_html(epoch):
+    return f'<span id="feed-follow" data-epoch="{int(epoch)}"></span>'
+
+
+def run_ending(run_pk):
+    """(status, end reason, last seq) of a run (("deleted", "", 0) once it is gone)."""
+    row = Run.objects.filter(pk=run_pk).values_list("status", "end_reason", "last_seq").first()
+    return row or ("deleted", "", 0)
+
+
+def matching_seqs(run_pk, flt, after, upto):
+    return set(Event.objects.filter(flt.events(run_pk), seq__gt=after, seq__lte=upto).values_list("seq", flat=True))
+
+
 class FeedConsumer(AsyncWebsocketConsumer):
     heartbeat_seconds = HEARTBEAT_SECONDS
     pass_seconds = PASS_SECONDS
@@ -114,7 +145,13 @@ class FeedConsumer(AsyncWebsocketConsumer):
         if not exists:
             await self.close()
             return
-        self.cursor = self._after()
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.cursor = self._after(query)
+        self.filter = FeedFilter.parse(query)
+        self.following = query.get("rows", ["1"])[0] != "0"
+        self.flow = False  # set by the first ack: the page acknowledges what it has shown
+        self.unacked = 0
+        self.steer = None  # a follow the page asked for, applied by the pump between messages
         self.rung = 0  # the last seq a doorbell announced
         self.wake = asyncio.Event()
         self.group = group_name(self.run_pk)
@@ -124,8 +161,7 @@ class FeedConsumer(AsyncWebsocketConsumer):
         await self.accept()
         self.pump = asyncio.create_task(self._pump())
 
-    def _after(self):
-        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+    def _after(self, query):
         try:
             return max(0, int(query.get("after", ["0"])[0]))
         except ValueError:
@@ -139,7 +175,23 @@ class FeedConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None):
-        pass  # the feed is one-way; the browser only reconnects with ?after=
+        """The page's steering (module docstring); anything else is ignored."""
+        try:
+            message = json.loads(text_data or "")
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        if "ack" in message:
+            self.flow = True
+            self.unacked = max(0, self.unacked - 1)
+        if "follow" in message:
+            follow, epoch = message["follow"], message.get("epoch", 0)
+            if (follow is False or (isinstance(follow, int) and not isinstance(follow, bool) and follow >= 0)) \
+                    and isinstance(epoch, int):
+                self.steer = (follow, epoch)
+                self.poll = True
+        self.wake.set()
 
     async def dispatch(self, message):
         # A doorbell touches no database, so it skips Channels' close_old_connections before
@@ -157,6 +209,15 @@ class FeedConsumer(AsyncWebsocketConsumer):
             self.poll = True  # a status is not a seq: only a read from now on sees it
         self.wake.set()
 
+    async def _steer(self):
+        follow, epoch = self.steer
+        self.steer = None
+        self.following = follow is not False
+        if self.following:
+            self.cursor = follow
+        self.unacked = 0
+        await self.send(text_data=follow_html(epoch))
+
     async def _pump(self):
         idle = False
         self.poll = True  # the first pass reads what is stored now
@@ -164,21 +225,24 @@ class FeedConsumer(AsyncWebsocketConsumer):
         last_pass = -self.pass_seconds
         try:
             while True:
-                pause = last_pass + self.pass_seconds - loop.time()
-                if pause > 0:
+                pause = last_pass + (self.pass_seconds if self.following else ANNOUNCE_SECONDS) - loop.time()
+                if pause > 0 and self.steer is None:
                     await asyncio.sleep(pause)  # doorbells meanwhile join this pass
                 last_pass = loop.time()
                 self.wake.clear()  # before reading: a doorbell during the read means read again
+                if self.steer is not None:
+                    await self._steer()
                 # What this pass must cover: the doorbells' last seq, or (first pass, idle pass,
                 # a status change) whatever is stored when it reads.
                 rung = None if self.poll or idle else self.rung
                 self.poll = False
                 if rung is None or rung > self.cursor:
-                    sent, live = await self._drain(rung)
+                    sent, live = await (self._drain(rung) if self.following else self._announce(rung))
                 else:  # a doorbell for what this connection has already sent
                     sent, live = False, True  # (a status change always polls)
                 if not live:
-                    await self.send(text_data=ENDED_HTML)
+                    status, reason, _ = await database_sync_to_async(run_ending)(self.run_pk)
+                    await self.send(text_data=ended_html(status, reason))
                     await self.close(code=1000)
                     return
                 if idle and not sent:
@@ -196,16 +260,44 @@ class FeedConsumer(AsyncWebsocketConsumer):
             log.exception("feed for run %s failed at seq %s", self.run_pk, self.cursor)
             await self.close(code=1011)  # the browser reconnects from its last rendered seq
 
+    async def _announce(self, rung):
+        """Not following: say how far the run has got (no rows), and whether it is still live."""
+        if rung is None:
+            status, _, rung = await database_sync_to_async(run_ending)(self.run_pk)
+            live = status in (Run.Status.QUEUED, Run.Status.RUNNING)
+        else:
+            live = True
+        if rung > self.cursor:
+            self.cursor = rung
+            await self.send(text_data=announce_html(rung))
+            return True, live
+        return False, live
+
     async def _drain(self, rung):
         """Send everything stored after the cursor (up to `rung` at least), one bounded batch per
         message: (anything sent?, run still live?). Each window's status was read before its
-        events, so an ended run is closed only once everything stored before it ended is sent."""
+        events, so an ended run is closed only once everything stored before it ended is sent.
+        A page that acknowledges has at most MAX_UNACKED messages in flight: past that the pump
+        waits for an ack (or a steer) with the rest still in the database."""
         sent = False
         while True:
+            if self.steer is not None or (self.flow and self.unacked >= MAX_UNACKED):
+                return sent, True
             window, settled = await WINDOWS.get(self.run_pk, self.cursor, rung)
             if window.cursor != self.cursor:
+                await self.send(text_data=await self._message(window))
                 self.cursor = window.cursor
-                await self.send(text_data=window.html)
+                self.unacked += 1
                 sent = True
             if settled and not window.full:
                 return sent, window.live
+
+    async def _message(self, window):
+        """The window as this connection shows it: shared as rendered, or only the rows its filter keeps."""
+        if not self.filter.active:
+            return window.html
+        rows = [r for r in window.rows if self.filter.keeps(r)]
+        if rows and (self.filter.op or self.filter.q):
+            wanted = await database_sync_to_async(matching_seqs)(self.run_pk, self.filter, self.cursor, window.cursor)
+            rows = [r for r in rows if r.seq in wanted]
+        return render_rows(rows, window.cursor)

@@ -3,7 +3,7 @@
 from html import escape
 
 
-def _row_html(row):
+def row_html(row):
     # Every field is escaped (event payloads are untrusted); markup as runs/feed.html expects.
     agent = escape(row.agent)
     if row.href:
@@ -31,5 +31,5 @@ def render_rows(rows, cursor):
     """One socket message: the rows appended to #feed-rows (out of band), then the cursor (the
     last seq read). Built here rather than in a template: it is the feed's hot path, and each
     window is rendered once for every connection."""
-    appended = f'<div hx-swap-oob="beforeend:#feed-rows">{"".join(map(_row_html, rows))}</div>\n' if rows else ""
+    appended = f'<div hx-swap-oob="beforeend:#feed-rows">{"".join(map(row_html, rows))}</div>\n' if rows else ""
     return f'{appended}<span id="feed-cursor" hx-swap-oob="true" data-seq="{int(cursor)}"></span>'

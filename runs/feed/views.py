@@ -1,21 +1,68 @@
-"""The feed page: the controls and an empty list the socket fills (runs.feed.consumer.FeedConsumer)."""
+"""The feed page (its controls and an empty window the script fills) and the pages of rows it reads:
+the tail over the socket (runs.feed.consumer.FeedConsumer), the rest over HTTP (runs.feed.history)."""
 
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from runs.feed import history
+from runs.feed.filters import FeedFilter
 from runs.feed.rows import KINDS
 from runs.models import Run
 from runs.pages.common import run_context
+
+WINDOW_ROWS = 300  # rows the page keeps in the DOM, whatever the run's size
 
 
 @require_GET
 def run_feed(request, pk):
     run = get_object_or_404(Run, pk=pk)
+    flt = FeedFilter.parse(request.GET)
+    operations = set()
+    for api_calls, tool_calls in run.agents.values_list("api_calls", "tool_calls"):
+        operations.update(api_calls or {}, tool_calls or {})
+    query = flt.query()
     return render(request, "runs/feed.html", run_context(
         run, "feed",
         agents=run.agents.values_list("agent_id", flat=True),
         kinds=KINDS,
-        agent_filter=request.GET.get("agent", ""),
-        kind_filter=request.GET.get("kind", ""),
-        socket_path=f"/ws/runs/{run.pk}/feed/?after=0",
+        operations=sorted(operations),
+        filter=flt,
+        rows_url=reverse("runs:feed_rows", args=[run.pk]) + (f"?{query}" if query else ""),
+        socket_path=f"/ws/runs/{run.pk}/feed/" + (f"?{query}" if query else ""),
+        window_rows=WINDOW_ROWS,
     ))
+
+
+def _int(value, name):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number, not {value!r}.") from None
+
+
+@require_GET
+def feed_rows(request, pk):
+    """A page of rows as JSON (history.Page): ?after=N / ?before=N / ?seq=N / ?turn=N / ?time=T, or
+    the end of the run; with the feed's filter fields."""
+    run = get_object_or_404(Run, pk=pk)
+    flt = FeedFilter.parse(request.GET)
+    get = request.GET
+    try:
+        if "turn" in get or "time" in get:
+            turn = _int(get["turn"], "A turn") if "turn" in get else None
+            seq = history.jump_seq(run.pk, turn=turn, time=get.get("time"), agent=flt.agent)
+            if seq is None:
+                what = f"turn {turn}" if turn is not None else f"a record at or after {get.get('time')!r}"
+                return JsonResponse({"error": f"This run has no {what}."}, status=404)
+            return JsonResponse(history.page(run.pk, flt, after=seq - 1).as_dict())
+        if "seq" in get:
+            return JsonResponse(history.page(run.pk, flt, after=max(0, _int(get["seq"], "A seq") - 1)).as_dict())
+        if "after" in get:
+            return JsonResponse(history.page(run.pk, flt, after=max(0, _int(get["after"], "after"))).as_dict())
+        if "before" in get:
+            return JsonResponse(history.page(run.pk, flt, before=max(1, _int(get["before"], "before"))).as_dict())
+    except ValueError as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    return JsonResponse(history.page(run.pk, flt).as_dict())

@@ -2,7 +2,7 @@
 `FeedState` from one window to the next (`runs.feed.consumer.WindowCache` keeps them per process).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from runs.feed.html import render_rows
 from runs.feed.rows import PANEL_KINDS, RENDERERS, Row, record_of, unknown_row
@@ -84,6 +84,7 @@ class FeedWindow:
     cursor: int  # the last seq read (== after when nothing new was stored)
     full: bool  # `limit` events were read: there may be more right after
     live: bool  # the run's status, read before the events
+    rows: list = field(default_factory=list)  # the rows in `html`, for a filtered connection
 
 
 def read_window(run_pk, after, limit=BATCH, state=None):
@@ -96,4 +97,4 @@ def read_window(run_pk, after, limit=BATCH, state=None):
         return FeedWindow("", after, False, live), state
     # Seqs are contiguous: `limit` events span `limit` seqs (a gap could only make it look full,
     # which costs one more read, never a missed event).
-    return FeedWindow(renderer.render(rows, cursor), cursor, cursor - after >= limit, live), renderer.state
+    return FeedWindow(renderer.render(rows, cursor), cursor, cursor - after >= limit, live, rows), renderer.state

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
 
 from runs.models import Event, Run
@@ -95,14 +96,27 @@ def run_duration(run: Run, *, last_timestamp: str | None = None):
     return max(end - run.started_at, timedelta(0))
 
 
+def run_liveness(run: Run, last_received=None) -> dict:
+    """How the run stands, as the header says it: ``{"state", "since"}`` — its status, or "stale"
+    for a running run whose last record (or, with none, its creation) is older than
+    settings.RUN_STALE_SECONDS: a stream that stopped without session_ended."""
+    if run.status == Run.Status.RUNNING:
+        since = last_received or run.created_at
+        if since and timezone.now() - since > timedelta(seconds=settings.RUN_STALE_SECONDS):
+            return {"state": "stale", "since": since}
+    return {"state": run.status, "since": None}
+
+
 def run_header(run: Run) -> dict:
-    """Every figure the run header shows (at most one query: the last record's stamp)."""
-    last_ts = None
-    if run.ended_at is None and run.started_at is not None and run.last_seq:
-        last_ts = (
-            Event.objects.filter(run=run, seq=run.last_seq).values_list("timestamp", flat=True).first()
+    """Every figure the run header shows (at most one query: the last record's stamps)."""
+    last_ts = last_received = None
+    if run.ended_at is None and run.last_seq:
+        last_ts, last_received = (
+            Event.objects.filter(run=run, seq=run.last_seq).values_list("timestamp", "received_at").first()
+            or (None, None)
         )
     return {
+        "liveness": run_liveness(run, last_received),
         "duration": run_duration(run, last_timestamp=last_ts),
         "usage": run_usage(run),
         "tool_failure_count": sum(run.tool_failures.values()) if run.tool_failures else 0,

@@ -1,65 +1,193 @@
-// The live feed: rows arrive over the htmx ws extension as out-of-band swaps; this adds pause,
-// autoscroll, filters, an honest connection indicator and resuming after the last seq read.
+// The feed's window: at most data-window rows in the DOM, whatever the run's size. The socket
+// follows the tail (runs/feed/consumer.py); older rows, newer rows after scrolling back, and jumps
+// are read over HTTP by seq (runs/feed/history.py). Filters live in the URL and the server applies
+// them. Rows keep the class `feed-row`; #feed-pause is the pause control (keyboard shortcuts use both).
 (function () {
   var feed = document.getElementById("feed");
   if (!feed) return;
   var rows = document.getElementById("feed-rows"), state = document.getElementById("feed-state");
-  var pause = document.getElementById("feed-pause"), agent = document.getElementById("feed-agent");
-  var kind = document.getElementById("feed-kind");
-  var paused = false, held = 0, stick = true, seen = 0;
+  var pause = document.getElementById("feed-pause"), note = document.getElementById("feed-note");
+  var endNote = document.getElementById("feed-end"), filters = document.getElementById("feed-filters");
+  var MAX = Number(feed.dataset.window) || 300;
+  var rowsUrl = new URL(feed.dataset.rowsUrl, location.href);
+  var lo = 0, hi = 0;               // rows before lo / after hi are not in the window
+  var moreBefore = false, moreAfter = false;
+  var following = false, waitEpoch = null, epoch = 0;
+  var live = feed.dataset.live === "1", ended = null;
+  var ws = null, retry = 1000, loading = 0, paused = false, held = 0, drops = 0;
 
-  // The extension reconnects to the URL it first read; every (re)connect asks for what comes
-  // after the cursor the last message set, so nothing is missed or doubled.
-  htmx.createWebSocket = function (url) {
-    var u = new URL(url, location.href);
-    u.searchParams.set("after", document.getElementById("feed-cursor").dataset.seq || "0");
-    var socket = new WebSocket(u.toString());
-    socket.binaryType = htmx.config.wsBinaryType;
-    return socket;
-  };
-
-  function show(s) { state.dataset.state = s; state.textContent = s; }
-  function visible(row) {
-    return !row.dataset.held && (!agent.value || row.dataset.agent === agent.value) &&
-      (!kind.value || row.dataset.kind === kind.value);
+  function header() { if (window.ggRunHeader) window.ggRunHeader.refresh(); }
+  function show(s, text) { state.dataset.state = s; state.textContent = text || s; }
+  function settle() {
+    if (loading) return show("loading", "loading history");
+    if (ended) return show(ended.status === "interrupted" ? "interrupted" : "ended",
+      ended.status === "interrupted" ? "interrupted" + (ended.reason ? " — " + ended.reason : "") : "ended (" + ended.status + ")");
+    if (ws && ws.readyState === WebSocket.OPEN) return show("live", following ? "live" : "live (reading back)");
+    show("reconnecting", "reconnecting");
   }
+  function end(status, reason) {
+    ended = {status: status, reason: reason || ""};
+    live = false;
+    endNote.textContent = "The run has ended (" + status + (reason ? ": " + reason : "") + ")" +
+      (moreAfter ? "." : "; every stored event is shown.");
+    endNote.dataset.ended = "1";
+    settle();
+    header();
+  }
+  function parse(html) { var t = document.createElement("template"); t.innerHTML = html; return t.content; }
+  function seqOf(row) { return Number(row.dataset.seq); }
   function atBottom() { return rows.scrollHeight - rows.scrollTop - rows.clientHeight < 40; }
-  function refilter() {
-    var stay = atBottom();
-    Array.prototype.forEach.call(rows.children, function (r) { r.hidden = !visible(r); });
-    if (stay) rows.scrollTop = rows.scrollHeight;
+
+  // Trim the window back to MAX rows from one end, keeping what the operator looks at in place.
+  function trimTop() {
+    if (rows.children.length <= MAX) return;
+    var before = rows.scrollHeight;
+    while (rows.children.length > MAX) rows.removeChild(rows.firstElementChild);
+    rows.scrollTop -= before - rows.scrollHeight;
+    lo = seqOf(rows.firstElementChild);
+    moreBefore = true;
+  }
+  function trimBottom() {
+    if (rows.children.length <= MAX) return;
+    while (rows.children.length > MAX) rows.removeChild(rows.lastElementChild);
+    hi = seqOf(rows.lastElementChild);
+    moreAfter = true;
+    if (following) detach();
   }
 
-  feed.addEventListener("htmx:wsOpen", function () { show("live"); });
-  feed.addEventListener("htmx:wsClose", function (e) {
-    if (document.getElementById("feed-end").dataset.ended) return show("ended");
-    show("reconnecting");
-    // The extension retries abnormal closes itself; any other close of a live run is retried here.
-    if ([1006, 1011, 1012, 1013].indexOf(e.detail.event.code) < 0) setTimeout(e.detail.socketWrapper.reconnect, 1000);
-  });
-  feed.addEventListener("htmx:wsBeforeMessage", function () { stick = atBottom(); });
-  feed.addEventListener("htmx:wsAfterMessage", function () {
-    for (; seen < rows.children.length; seen++) {
-      var row = rows.children[seen];
-      if (paused) { row.dataset.held = "1"; held++; }
-      row.hidden = !visible(row);
-      if (!agent.querySelector('option[value="' + CSS.escape(row.dataset.agent) + '"]')) agent.add(new Option(row.dataset.agent, row.dataset.agent));
+  function send(message) { if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message)); }
+  function detach() { following = false; waitEpoch = null; send({follow: false, epoch: ++epoch}); }
+  function attach() {
+    moreAfter = false;
+    following = true;
+    waitEpoch = ++epoch;
+    if (ws && ws.readyState === WebSocket.OPEN) send({follow: hi, epoch: waitEpoch});
+    else waitEpoch = null;  // the next connect asks from hi itself
+  }
+
+  function connect() {
+    if (!live) return;
+    var u = new URL(feed.dataset.socket, location.href);
+    u.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+    u.searchParams.set("after", String(hi));
+    if (!following) u.searchParams.set("rows", "0");
+    ws = new WebSocket(u.toString());
+    waitEpoch = null;
+    ws.onopen = function () { retry = 1000; settle(); header(); };
+    ws.onmessage = function (e) { receive(e.data); };
+    ws.onclose = function (e) {
+      ws = null;
+      if (ended || !live) return;
+      if (e.code !== 1000) state.dataset.drops = String(++drops);
+      settle();
+      setTimeout(connect, retry);
+      retry = Math.min(retry * 2, 10000);
+    };
+  }
+
+  function receive(data) {
+    var frag = parse(data);
+    var mark = frag.getElementById("feed-follow");
+    if (mark) { if (Number(mark.dataset.epoch) === waitEpoch) waitEpoch = null; return; }
+    var fin = frag.getElementById("feed-end");
+    if (fin) return end(fin.dataset.status || "ended", fin.dataset.reason);
+    var rung = frag.getElementById("feed-rung");
+    if (rung) { header(); if (!following) note.textContent = "newer records below"; return; }
+    var cursor = frag.getElementById("feed-cursor");
+    if (!cursor) return;  // a heartbeat
+    var upto = Number(cursor.dataset.seq);
+    send({ack: upto});
+    if (!following || waitEpoch !== null || upto <= hi) return;
+    var stick = atBottom(), added = 0;
+    Array.prototype.slice.call(frag.querySelectorAll(".feed-row")).forEach(function (row) {
+      if (seqOf(row) <= hi) return;
+      if (paused) { row.hidden = true; row.dataset.held = "1"; held++; }
+      rows.appendChild(row);
+      added++;
+    });
+    hi = upto;
+    if (added) {
+      trimTop();
+      if (paused) pause.textContent = "Resume (" + held + " new)";
+      else if (stick) rows.scrollTop = rows.scrollHeight;
+      header();
     }
-    if (paused) pause.textContent = "Resume (" + held + " new)";
-    else if (stick) rows.scrollTop = rows.scrollHeight;
-  });
+  }
+
+  // A page of rows over HTTP: params on top of the filter in the URL.
+  function page(params) {
+    var u = new URL(rowsUrl);
+    Object.keys(params).forEach(function (k) { u.searchParams.set(k, params[k]); });
+    loading++;
+    settle();
+    return fetch(u, {credentials: "same-origin", headers: {Accept: "application/json"}})
+      .then(function (r) { return r.json().then(function (body) { if (!r.ok) throw new Error(body.error || r.statusText); return body; }); })
+      .finally(function () { loading--; settle(); });
+  }
+  function fill(p) {
+    rows.textContent = "";
+    rows.appendChild(parse(p.html));
+    lo = p.lo; hi = p.hi; moreBefore = p.more_before; moreAfter = p.more_after;
+    note.textContent = p.rows ? "" : "No rows match here.";
+  }
+  function start(p, toTop) {
+    fill(p);
+    if (p.status !== "queued" && p.status !== "running") { live = false; end(p.status, feed.dataset.reason); }
+    else if (!moreAfter) { following = true; if (!ws) connect(); else attach(); }
+    else { if (following) detach(); if (!ws) connect(); }
+    rows.scrollTop = toTop ? 0 : rows.scrollHeight;
+  }
+
+  function older() {
+    if (loading || !moreBefore) return;
+    page({before: lo}).then(function (p) {
+      var before = rows.scrollHeight;
+      rows.insertBefore(parse(p.html), rows.firstChild);
+      rows.scrollTop += rows.scrollHeight - before;
+      lo = p.lo; moreBefore = p.more_before;
+      trimBottom();
+    }).catch(function (err) { note.textContent = err.message; });
+  }
+  function newer() {
+    if (loading || following || !moreAfter) return;
+    page({after: hi}).then(function (p) {
+      rows.appendChild(parse(p.html));
+      hi = p.hi;
+      trimTop();
+      if (!p.more_after) { note.textContent = ""; if (live) attach(); else { moreAfter = false; if (ended) end(ended.status, ended.reason); } }
+    }).catch(function (err) { note.textContent = err.message; });
+  }
+  rows.addEventListener("scroll", function () {
+    if (rows.scrollTop < 400) older();
+    else if (rows.scrollHeight - rows.scrollTop - rows.clientHeight < 400) newer();
+  }, {passive: true});
 
   pause.addEventListener("click", function () {
     paused = !paused;
     pause.setAttribute("aria-pressed", String(paused));
     pause.textContent = paused ? "Resume" : "Pause";
     if (!paused) {
-      rows.querySelectorAll("[data-held]").forEach(function (r) { delete r.dataset.held; });
+      rows.querySelectorAll("[data-held]").forEach(function (r) { r.hidden = false; delete r.dataset.held; });
       held = 0;
-      refilter();
       rows.scrollTop = rows.scrollHeight;
     }
   });
-  agent.addEventListener("change", refilter);
-  kind.addEventListener("change", refilter);
+  // A filter change is a new URL: the server filters, the view can be shared.
+  ["feed-agent", "feed-kind", "feed-failed"].forEach(function (id) {
+    document.getElementById(id).addEventListener("change", function () { filters.requestSubmit(); });
+  });
+  document.getElementById("feed-jump").addEventListener("submit", function (e) {
+    e.preventDefault();
+    var to = document.getElementById("feed-jump-to").value.trim(), m, params;
+    if ((m = /^(?:turn|t)\s*(\d+)$/i.exec(to))) params = {turn: m[1]};
+    else if ((m = /^(?:seq|#)?\s*(\d+)$/i.exec(to))) params = {seq: m[1]};
+    else if (/^\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?$|T/.test(to)) params = {time: to};
+    else { note.textContent = "Jump to a seq (1200), a turn (turn 5) or a time (12:03:04)."; return; }
+    page(params).then(function (p) { start(p, true); }).catch(function (err) { note.textContent = err.message; });
+  });
+  document.getElementById("feed-to-end").addEventListener("click", function () {
+    page({}).then(function (p) { start(p, false); }).catch(function (err) { note.textContent = err.message; });
+  });
+
+  page({}).then(function (p) { start(p, false); }).catch(function (err) { note.textContent = err.message; });
 })();

@@ -111,14 +111,20 @@ def test_live_feed_in_order_spelled_resumes_after_a_drop_and_escapes(page, conso
     page.click("#feed-pause")
     assert page.locator(f"{ROWS}:visible").count() == len(expected)
 
-    # Filter by agent, then by kind.
-    page.select_option("#feed-agent", "agent-rs")
-    assert {r for r in page.eval_on_selector_all(f"{ROWS}:not([hidden])", "els => els.map(e => e.dataset.agent)")} == {"agent-rs"}
-    page.select_option("#feed-kind", "call")
-    assert page.eval_on_selector_all(f"{ROWS}:not([hidden]) .feed-detail", "els => els.map(e => e.textContent)") == \
+    # Filter by agent, then by kind: the server filters, the filter is in the URL.
+    with page.expect_navigation():
+        page.select_option("#feed-agent", "agent-rs")
+    wait_state(page, "live")
+    assert "agent=agent-rs" in page.url
+    assert {r for r in page.eval_on_selector_all(ROWS, "els => els.map(e => e.dataset.agent)")} == {"agent-rs"}
+    with page.expect_navigation():
+        page.select_option("#feed-kind", "call")
+    wait_state(page, "live")
+    assert page.eval_on_selector_all(f"{ROWS} .feed-detail", "els => els.map(e => e.textContent)") == \
         ["gg::files::read_file"] * 5
-    page.select_option("#feed-agent", "")
-    page.select_option("#feed-kind", "")
+    page.goto(f"{console_server.url}/runs/{pk}/feed/")
+    wait_state(page, "live")
+    assert rendered(page) == expected
 
     # Autoscroll: stops while the operator reads further up, resumes once back at the bottom.
     at_bottom = "() => { const r = document.getElementById('feed-rows'); return r.scrollHeight - r.scrollTop - r.clientHeight < 2; }"

@@ -13,16 +13,18 @@ def test_feed_page_needs_a_login(client):
     assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
 
 
-def test_feed_page_connects_the_socket_from_the_start_and_lists_agents(viewer_client):
+def test_feed_page_carries_its_filter_to_the_socket_and_the_pages_of_rows(viewer_client):
     run = Run.objects.create(name="page")
     append(run, [{"agentId": "root", "type": "turn_started"}, {"agentId": "agent-1", "type": "turn_started"}])
-    response = viewer_client.get(reverse("runs:feed", args=[run.pk]) + "?agent=agent-1")
+    response = viewer_client.get(reverse("runs:feed", args=[run.pk]) + "?agent=agent-1&failed=1&q=a+%3Cb%3E&kind=nope")
     html = response.content.decode()
     assert response.status_code == 200
-    assert f'hx-ext="ws" ws-connect="/ws/runs/{run.pk}/feed/?after=0"' in html
+    assert f'data-socket="/ws/runs/{run.pk}/feed/?agent=agent-1&amp;failed=1&amp;q=a+%3Cb%3E"' in html
+    assert f'data-rows-url="/runs/{run.pk}/feed/rows?agent=agent-1&amp;failed=1&amp;q=a+%3Cb%3E"' in html
     assert '<option value="agent-1" selected>agent-1</option>' in html
+    assert 'value="a &lt;b&gt;"' in html and 'name="failed" value="1" checked' in html
     assert 'aria-current="page">Feed</a>' in html
-    assert 'id="feed-cursor" data-seq="0"' in html
+    assert 'id="feed-rows" class="feed-rows" aria-live="polite"></div>' in html  # the script fills it
 
 
 def test_unknown_run_is_404(viewer_client):

@@ -1,0 +1,90 @@
+"""What a filtered feed shows: agent, kind, operation or tool, failed only, and words to search for.
+
+A filter is read from the page's URL (so a filtered view can be shared) and from the socket's query
+string, and works in two steps: `events` narrows the stored events in the database (indexed columns,
+the full-text index) to a superset of what matches, and `keeps` decides each rendered row exactly
+(a row's kind and tone come from the renderer, not from a column).
+"""
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
+
+from runs.feed import search
+from runs.feed.rows import KINDS, PANEL_KINDS, RENDERERS
+
+# The event types each row kind comes from (runs.feed.rows.RENDERERS); "other" is every type the
+# feed shows raw.
+KIND_TYPES = {
+    "session": ("session_started", "session_ended"),
+    "turn": ("turn_started",),
+    "message": ("assistant_message",),
+    "call": ("api_call", "api_result"),
+    "tool": ("tool_call", "tool_result"),
+    "log": ("log",),
+    "context": ("compaction", "context_managed"),
+    "handoff": ("agent_transition", "fsm_state"),
+    "output": ("code_execution",),
+    "system": ("host:system",),
+}
+# Where a failed row (tone "fail") can come from besides a result with ok false.
+FAIL_TYPES = ("log", "session_ended", "host:system", "code_execution", "turn_outcome")
+
+FIELDS = ("agent", "kind", "op", "failed", "q")
+
+
+@dataclass(frozen=True)
+class FeedFilter:
+    agent: str = ""
+    kind: str = ""
+    op: str = ""  # an operation id (api_call) or a tool name (tool_call)
+    failed: bool = False
+    q: str = ""  # words every matching record holds
+
+    @classmethod
+    def parse(cls, params):
+        """From a QueryDict or a parse_qs dict; an unknown kind is no kind filter."""
+        def get(name):
+            value = params.get(name, "")
+            value = value[0] if isinstance(value, list) else value
+            return str(value or "").strip()[:200]
+
+        kind = get("kind")
+        return cls(agent=get("agent"), kind=kind if kind in KINDS else "", op=get("op"),
+                   failed=get("failed") in ("1", "on", "true", "yes"), q=" ".join(search.words(get("q"))))
+
+    @property
+    def active(self):
+        return bool(self.agent or self.kind or self.op or self.failed or self.q)
+
+    def query(self) -> str:
+        """The filter as a URL query (without the "?"), only the fields set."""
+        pairs = [(f, getattr(self, f)) for f in FIELDS if getattr(self, f)]
+        return urlencode([(f, "1" if v is True else v) for f, v in pairs])
+
+    def events(self, run_pk) -> Q:
+        """A Q over one run's Event rows: every event whose row may match (more is fine, never fewer)."""
+        where = Q(run_id=run_pk)
+        if self.agent:
+            where &= Q(agent_id=self.agent)
+        if self.kind == "other":
+            where &= ~Q(type__in=[*RENDERERS, *PANEL_KINDS]) & ~Q(type__startswith="host:")
+        elif self.kind:
+            where &= Q(type__in=KIND_TYPES[self.kind])
+        if self.op:
+            where &= Q(operation=self.op) | Q(tool_name=self.op)
+        if self.failed:
+            where &= Q(ok=False) | Q(type__in=FAIL_TYPES)
+        matching = search.matching_seqs_sql(run_pk, self.q)
+        if matching is not None:
+            where &= Q(seq__in=RawSQL(*matching))
+        return where
+
+    def keeps(self, row) -> bool:
+        return ((not self.agent or row.agent == self.agent) and (not self.kind or row.kind == self.kind)
+                and (not self.failed or row.tone == "fail"))
+
+
+NO_FILTER = FeedFilter()

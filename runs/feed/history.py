@@ -1,0 +1,154 @@
+"""Pages of feed rows read on demand (the page's window scrolling back, a jump), filtered or not.
+
+The socket follows the tail; everything else the window shows comes from here, a bounded page at
+a time, by seq: `page(after=…)` reads forward, `page(before=…)` backward, and `jump_seq` turns a
+turn number or a time into the seq to read from. Each read scans at most `SCAN_LIMIT` events, so no
+request runs long on a run of any size: a sparse filter returns what it found and says there is more.
+
+A row needs the fold of the log before it (`FeedState`): a page starts from `FeedState.at` its first
+event and, when filtered, folds the events that change what later rows show (surfaces, the session,
+api_call brackets) besides the matching ones.
+"""
+
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from runs.feed.html import row_html
+from runs.feed.state import BRACKET_TYPES, Ev, FeedState
+from runs.feed.windows import FeedRenderer
+from runs.models import Agent, Event, Run
+
+PAGE_ROWS = 100
+CHUNK = 500  # events read per query
+SCAN_LIMIT = 20_000  # events one request looks at, at most
+STATE_TYPES = ("agent_surface", "session_started")
+TOOL_TYPES = ("tool_call", "tool_result")
+
+
+@dataclass
+class Page:
+    html: str
+    rows: int
+    lo: int  # rows before seq `lo` are not in this page: read backward from here
+    hi: int  # the last seq the scan covered: read forward from here
+    more_before: bool
+    more_after: bool
+    last_seq: int
+    status: str
+
+    def as_dict(self):
+        return dict(self.__dict__)
+
+
+def _events(where, *, after=None, before=None, limit=CHUNK):
+    qs = Event.objects.filter(where)
+    if after is not None:
+        qs = qs.filter(seq__gt=after).order_by("seq")
+    else:
+        qs = qs.filter(seq__lt=before).order_by("-seq")
+    events = [Ev._make(e) for e in qs.values_list(*Ev._fields)[:limit]]
+    return events if after is not None else events[::-1]
+
+
+def _multi_from(run_pk):
+    second = Agent.objects.filter(run_id=run_pk).order_by("first_seq", "id").values_list("first_seq", flat=True)[1:2]
+    return second[0] if second else None
+
+
+def render(run_pk, events, flt, multi_from=None):
+    """The rows of `events` (in seq order) that `flt` keeps."""
+    first, last = events[0].seq, events[-1].seq
+    state = FeedState.at(run_pk, first - 1)
+    if not flt.active:
+        return FeedRenderer(run_pk, state).rows(events)
+    keep = {e.seq for e in events}
+    agents = {e.agent_id for e in events}
+    tools = {e.agent_id for e in events if e.type in TOOL_TYPES}
+    context = Q(type="session_started") | Q(type="agent_surface", agent_id__in=agents)
+    if tools:
+        context |= Q(type__in=BRACKET_TYPES, agent_id__in=tools)
+    between = Event.objects.filter(context, run_id=run_pk, seq__gte=first, seq__lte=last).exclude(seq__in=keep)
+    merged = sorted(events + [Ev._make(e) for e in between.values_list(*Ev._fields)])
+    if state.multi_from is None:
+        state.multi_from = multi_from  # a sparse fold does not see every agent arrive
+    return [r for r in FeedRenderer(run_pk, state).rows(merged) if r.seq in keep and flt.keeps(r)]
+
+
+def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
+    """The first `rows` matching rows after seq `after`, or the last `rows` before seq `before`
+    (None: the end of the run)."""
+    run = Run.objects.filter(pk=run_pk).values("last_seq", "status").first()
+    forward = after is not None
+    end = run["last_seq"]  # read first: everything up to it is committed
+    cursor = after if forward else (end + 1 if before is None else before)
+    where = flt.events(run_pk)
+    multi_from = _multi_from(run_pk) if flt.active else None
+    out, scanned, more = [], 0, False
+    while len(out) < rows:
+        if scanned >= SCAN_LIMIT:
+            more = True
+            break
+        events = _events(where, after=cursor, limit=CHUNK) if forward else _events(where, before=cursor, limit=CHUNK)
+        if not events:
+            break
+        scanned += len(events)
+        found = render(run_pk, events, flt, multi_from)
+        if forward:
+            out += found
+            cursor = events[-1].seq
+        else:
+            out = found + out
+            cursor = events[0].seq
+        if len(events) < CHUNK:
+            break
+    else:
+        more = True
+    if len(out) > rows:  # a chunk gave more than asked: stop at the last row kept
+        more = True
+        out = out[:rows] if forward else out[-rows:]
+        cursor = out[-1].seq if forward else out[0].seq
+    if forward:
+        lo, hi = after + 1, cursor if more else max(cursor, end)
+        more_before, more_after = after > 0, more
+    else:
+        lo, hi = (cursor if more else 0), (end if before is None else before - 1)
+        more_before, more_after = more, before is not None and before <= end
+    return Page("".join(map(row_html, out)), len(out), lo, hi, more_before, more_after, end, run["status"])
+
+
+def jump_seq(run_pk, *, turn=None, time=None, agent=""):
+    """The seq a jump reads from: the first turn_started of turn `turn` (of `agent` when given), or
+    the first record stamped at or after `time` (a gg RFC 3339 stamp, or its "HH:MM[:SS]" on the
+    run's first day). None when there is no such record."""
+    events = Event.objects.filter(run_id=run_pk)
+    if turn is not None:
+        hit = events.filter(type="turn_started", turn=turn, **({"agent_id": agent} if agent else {}))
+        return hit.order_by("seq").values_list("seq", flat=True).first()
+    stamp = _stamp(run_pk, time)
+    if stamp is None:
+        return None
+    # gg stamps in seq order: a binary search over seq reads ~log2(n) single rows, never a scan.
+    lo, hi = 1, Run.objects.filter(pk=run_pk).values_list("last_seq", flat=True).first() or 0
+    if not hi:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        ts = events.filter(seq__gte=mid).exclude(timestamp="").order_by("seq").values_list("timestamp", flat=True).first()
+        if ts is not None and ts >= stamp:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _stamp(run_pk, time):
+    time = (time or "").strip()
+    if not time:
+        return None
+    if "T" in time:
+        return time
+    first = Event.objects.filter(run_id=run_pk).exclude(timestamp="").order_by("seq").values_list("timestamp", flat=True).first()
+    if not first or "T" not in first:
+        return None
+    return f"{first.split('T')[0]}T{time}"
