@@ -1,4 +1,4 @@
-"""The live activity feed socket: ws/runs/<run>/feed/?after=<seq>[&agent=…&kind=…&op=…&failed=1&q=…][&rows=0].
+"""The live activity feed socket: ws/runs/<run>/feed/?after=<seq>[&agent=…&kind=…&op=…&failed=1&q=…][&ack=1][&rows=0].
 
 The channel layer is a doorbell, not a log: a `run.event` message only says "something was
 stored". The consumer always reads the database after its own cursor, so a dropped or coalesced
@@ -7,6 +7,19 @@ doorbell never loses an event and no event is sent twice.
 Connections share the work: a window of rows (run, after, limit) is read and rendered once per
 process (`WindowCache`), whoever asks, because stored events never change and a row depends only on
 the log before it (`runs.feed.state.FeedState`).
+
+The page holds a bounded window of rows and reads older ones over HTTP (`runs.feed.history`); the
+socket follows the tail only, and the page steers it with small JSON messages:
+
+* ``{"ack": <cursor>}`` after each message it has shown: a page that connects with ``ack=1`` has
+  at most `MAX_UNACKED` messages in flight, so a busy page is never flooded (the rows wait in the
+  database, not in a buffer); the filter fields are applied by the server (`runs.feed.filters`);
+* ``{"follow": <seq>|false, "epoch": n}``: follow the tail from `seq`, or stop sending rows (the
+  window scrolled back). A follow is answered by a ``feed-follow`` marker carrying its epoch, so
+  the page knows which messages come after it.
+
+Without rows (``rows=0``, the header of every other tab; or while not following) the socket only
+announces the run's last seq, at most once a second, and its end.
 """
 
 import asyncio
@@ -149,7 +162,7 @@ class FeedConsumer(AsyncWebsocketConsumer):
         self.cursor = self._after(query)
         self.filter = FeedFilter.parse(query)
         self.following = query.get("rows", ["1"])[0] != "0"
-        self.flow = False  # set by the first ack: the page acknowledges what it has shown
+        self.flow = query.get("ack", [""])[0] == "1"  # the page acknowledges what it has shown
         self.unacked = 0
         self.steer = None  # a follow the page asked for, applied by the pump between messages
         self.rung = 0  # the last seq a doorbell announced
@@ -183,7 +196,6 @@ class FeedConsumer(AsyncWebsocketConsumer):
         if not isinstance(message, dict):
             return
         if "ack" in message:
-            self.flow = True
             self.unacked = max(0, self.unacked - 1)
         if "follow" in message:
             follow, epoch = message["follow"], message.get("epoch", 0)
@@ -282,6 +294,7 @@ class FeedConsumer(AsyncWebsocketConsumer):
         sent = False
         while True:
             if self.steer is not None or (self.flow and self.unacked >= MAX_UNACKED):
+                self.poll = True  # the next pass (an ack or the steer wakes it) reads on from here
                 return sent, True
             window, settled = await WINDOWS.get(self.run_pk, self.cursor, rung)
             if window.cursor != self.cursor:

@@ -132,9 +132,14 @@ def jump_seq(run_pk, *, turn=None, time=None, agent=""):
     lo, hi = 1, Run.objects.filter(pk=run_pk).values_list("last_seq", flat=True).first() or 0
     if not hi:
         return None
+    def stamped_from(seq):
+        return events.filter(seq__gte=seq).exclude(timestamp="").order_by("seq").values_list("timestamp", flat=True).first()
+
+    if (stamped_from(hi) or "") < stamp:
+        return None  # nothing stamped that late
     while lo < hi:
         mid = (lo + hi) // 2
-        ts = events.filter(seq__gte=mid).exclude(timestamp="").order_by("seq").values_list("timestamp", flat=True).first()
+        ts = stamped_from(mid)
         if ts is not None and ts >= stamp:
             hi = mid
         else:
