@@ -49,5 +49,5 @@ def context(tmp_path, capabilities=(), operations=None, role="standard", **optio
 def run(ctx_records, source):
     ctx, records = ctx_records
     start = len(records)
-    outcome = run_program(ctx, textwrap.dedent(source), sandbox=get_sandbox())
+    outcome = run_program(ctx, textwrap.dedent(source), sandbox=get_sandbox(ctx.language))
     return Run(outcome, records[start:], ctx)

@@ -137,7 +137,7 @@ def run(engine, agent, reply):
             agent.window.append(message("user", messages.render(heading, body), MESSAGE_BANDS[heading]))
         if outcome.error_type and error is None:
             error = (OUTCOME_ERROR_KINDS[outcome.error_type.split("_", 1)[0]], outcome.error_type)
-        elif not outcome.ok and outcome.error_type is None:
+        elif not outcome.ok and outcome.error_type is None and not outcome.retry:
             agent.emit("log", level="error", message="the code sandbox could not be operated; the run stops")
             raise SessionOver("internal_error")
         _apply(engine, agent, outcome)

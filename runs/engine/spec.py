@@ -68,7 +68,7 @@ SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # The sandbox runs CPython programs (design.md "Sandbox"); the other arms need gg itself.
-ENGINE_LANGUAGES = ("python",)
+ENGINE_LANGUAGES = ("python", "typescript")
 
 TOP_LEVEL = {"name", "task", "agents", "limits", "provider", "workspace", "engine", "hooks", "modelSlots",
              "preset", "presetId"}

@@ -1,13 +1,15 @@
-"""The Python-arm guest: build it with componentize-py, cache it compiled, run programs in it.
+"""The guests: build each arm's with its componentizer, cache it compiled, run programs in it.
 
-The guest is wit/gg-sandbox.wit's `sandbox` world built from surfaces/sdk (the `gg` package and
-the entry module `gg_guest`). It is built with WASI stubbed out (`--stub-wasi`), so a program
-reaching for a filesystem, a socket, the environment or a clock traps instead of finding one:
-the membrane's host functions are its only route out.
+Each guest is wit/gg-sandbox.wit's `sandbox` world. The Python arm's is built by componentize-py
+from surfaces/sdk (the `gg` package and the entry module `gg_guest`) with WASI stubbed out
+(`--stub-wasi`); the TypeScript arm's by componentize-js from surfaces/sdk_ts with every WASI
+feature disabled (runs/engine/sandbox/typescript.py). Either way a program reaching for a
+filesystem, a socket, the environment or a clock finds none: the membrane's host functions are
+its only route out, and both guests link against the same host functions.
 
 Building takes tens of seconds, so the compiled artifact (`Component.serialize`) is cached under
-var/sandbox/, keyed on a hash of the WIT, the SDK sources and the tool versions. Each program
-gets a fresh Store (with a WASI config — a Store without one aborts the process), a memory
+var/sandbox/, keyed on a hash of everything the guest depends on and the tool versions. Each
+program gets a fresh Store (with a WASI config — a Store without one aborts the process), a memory
 ceiling and an epoch deadline; a single ticker thread advances the engine's epoch.
 """
 
@@ -27,10 +29,11 @@ from django.conf import settings
 from wasmtime import Config, Engine, Store, WasiConfig
 from wasmtime.component import Component, FuncType, Linker, Record
 
+from runs.engine.sandbox import typescript
 from runs.engine.sandbox.wit_values import add_host_func, lift
+from surfaces.wit import WIT_PATH
 
 REPO = Path(__file__).resolve().parents[3]
-WIT_PATH = REPO / "wit" / "gg-sandbox.wit"
 SDK_DIR = REPO / "surfaces" / "sdk"
 GUEST_MODULE = "gg_guest"
 WIT_PACKAGE = "gg-console:gg"
@@ -48,17 +51,43 @@ def var_dir():
         return REPO / "var"
 
 
-def _tool_versions():
-    return f"componentize-py={importlib.metadata.version('componentize-py')};wasmtime={importlib.metadata.version('wasmtime')}"
+def _python_inputs():
+    return [("wit", WIT_PATH.read_bytes())] + [(path.relative_to(SDK_DIR).as_posix(), path.read_bytes())
+                                               for path in sorted(SDK_DIR.rglob("*.py"))]
 
 
-def cache_key():
+def _python_componentize(wasm, workdir):
+    componentize = Path(sys.executable).with_name("componentize-py")
+    command = [str(componentize), "-d", str(WIT_PATH), "-w", "sandbox", "componentize", "--stub-wasi",
+               "-p", str(SDK_DIR), "-o", str(wasm), GUEST_MODULE]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=workdir)
+    if done.returncode != 0:
+        raise RuntimeError(f"componentize-py failed:\n{done.stdout}\n{done.stderr}")
+
+
+# language -> (label, tool versions, key inputs, componentize(wasm, workdir))
+BUILDS = {
+    "python": ("Python", lambda: f"componentize-py={importlib.metadata.version('componentize-py')}",
+               _python_inputs, _python_componentize),
+    "typescript": (typescript.LABEL, lambda: "componentize-js=package-lock.json", typescript.key_inputs,
+                   typescript.componentize),
+}
+
+
+def _build(language):
+    try:
+        return BUILDS[language]
+    except KeyError:
+        raise SandboxError(f"no guest runs {language} programs") from None
+
+
+def cache_key(language="python"):
     """A hash of everything the compiled guest depends on."""
-    digest = hashlib.sha256(_tool_versions().encode())
-    digest.update(WIT_PATH.read_bytes())
-    for path in sorted(SDK_DIR.rglob("*.py")):
-        digest.update(path.relative_to(SDK_DIR).as_posix().encode())
-        digest.update(path.read_bytes())
+    _, versions, inputs, _ = _build(language)
+    digest = hashlib.sha256(f"{versions()};wasmtime={importlib.metadata.version('wasmtime')}".encode())
+    for name, data in inputs():
+        digest.update(name.encode())
+        digest.update(data)
     return digest.hexdigest()[:20]
 
 
@@ -71,40 +100,39 @@ def _engine():
 ENGINE = _engine()
 
 
-def artifact_path():
-    return var_dir() / "sandbox" / f"guest-{cache_key()}.cwasm"
+def artifact_path(language="python"):
+    return var_dir() / "sandbox" / f"guest-{language}-{cache_key(language)}.cwasm"
 
 
-def build_guest(force=False, log=None):
+def build_guest(language="python", force=False, log=None):
     """Build and compile the guest unless a current artifact exists; returns its path.
 
     A file lock keeps two processes (two test sessions, a server and a command) from building at once."""
-    target = artifact_path()
+    label, _, _, componentize = _build(language)
+    target = artifact_path(language)
     if target.exists() and not force:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / "build.lock", "w") as lock:
+    with open(target.parent / f"build-{language}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.exists() and not force:
             return target
         started = time.monotonic()
-        componentize = Path(sys.executable).with_name("componentize-py")
         with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
             wasm = Path(tmp) / "guest.wasm"
-            command = [str(componentize), "-d", str(WIT_PATH), "-w", "sandbox", "componentize", "--stub-wasi",
-                       "-p", str(SDK_DIR), "-o", str(wasm), GUEST_MODULE]
-            done = subprocess.run(command, capture_output=True, text=True, cwd=tmp)
-            if done.returncode != 0:
-                raise SandboxError(f"componentize-py failed:\n{done.stdout}\n{done.stderr}")
+            try:
+                componentize(wasm, Path(tmp))
+            except RuntimeError as exc:
+                raise SandboxError(str(exc)) from None
             compiled = Component.from_file(ENGINE, str(wasm)).serialize()
             partial = target.with_suffix(".partial")
             partial.write_bytes(compiled)
             os.replace(partial, target)
-        for stale in target.parent.glob("guest-*.cwasm"):
+        for stale in target.parent.glob(f"guest-{language}-*.cwasm"):
             if stale != target:
                 stale.unlink(missing_ok=True)
         if log:
-            log(f"built the Python guest in {time.monotonic() - started:.1f} s: {target}")
+            log(f"built the {label} guest in {time.monotonic() - started:.1f} s: {target}")
     return target
 
 
@@ -229,15 +257,14 @@ def _module_record(module):
     return record
 
 
-_SANDBOX = None
+_SANDBOXES = {}
 _SANDBOX_LOCK = threading.Lock()
 
 
-def get_sandbox(log=None):
-    """The process's Sandbox, building the guest first if no current artifact exists."""
-    global _SANDBOX
+def get_sandbox(language="python", log=None):
+    """The process's Sandbox for an arm, building its guest first if no current artifact exists."""
     with _SANDBOX_LOCK:
-        if _SANDBOX is None:
-            path = build_guest(log=log)
-            _SANDBOX = Sandbox(Component.deserialize(ENGINE, path.read_bytes()))
-        return _SANDBOX
+        if language not in _SANDBOXES:
+            path = build_guest(language, log=log)
+            _SANDBOXES[language] = Sandbox(Component.deserialize(ENGINE, path.read_bytes()))
+        return _SANDBOXES[language]

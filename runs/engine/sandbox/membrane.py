@@ -22,6 +22,7 @@ from surfaces.catalogue import BY_ID, ENDINGS
 from surfaces.grants import Grants
 from runs.engine.sandbox import model_text as messages
 from runs.engine.sandbox.handlers import HANDLERS
+from runs.engine.sandbox.typescript import lib_key
 from runs.engine.tools import docs
 from runs.engine.tools.errors import ToolError
 from runs.engine.tools.workspace import Workspace
@@ -39,26 +40,29 @@ DEFAULT_MAX_MEMORY_BYTES = 256 * 1024 * 1024
 BLOCKING = {"delegation.wait_for_subagents", "board.wait_for_issue"}  # calls during which other agents take their turns
 
 
+def python_key(name):
+    key = re.sub(r"\W+", "_", name).strip("_").lower() or "module"
+    return f"_{key}" if key[0].isdigit() else key
+
+
+LIB_KEYS = {"python": python_key, "typescript": lib_key}  # a name in each arm's convention
+
+
 class Library:
-    """lib: the code this agent loaded (code skills, code memories), keyed in Python's convention.
+    """lib: the code this agent loaded (code skills, code memories), keyed in its arm's convention.
 
     Persists across the agent's turns; a fork or successor starts with an empty one."""
 
     def __init__(self):
         self.modules = {}  # key -> {"name": original name, "source": str}
 
-    @staticmethod
-    def python_key(name):
-        key = re.sub(r"\W+", "_", name).strip("_").lower() or "module"
-        return f"_{key}" if key[0].isdigit() else key
-
-    def load(self, name, source):
+    def load(self, name, source, language="python"):
         """Load (or reload) code under its key; a second thing spelling alike gets a numeric suffix."""
         for key, module in self.modules.items():
             if module["name"] == name:
                 module["source"] = source
                 return key
-        base = key = self.python_key(name)
+        base = key = LIB_KEYS[language](name)
         n = 2
         while key in self.modules:
             key, n = f"{base}{n}", n + 1
@@ -114,6 +118,7 @@ class ProgramOutcome:
     tool_calls: int = 0
     duration_ms: int = 0
     code_execution: dict | None = None
+    retry: bool = False  # the toolchain failed before reading the program: the model writes it again
 
     @property
     def model_message(self):
@@ -336,7 +341,7 @@ class Membrane:
         declares (seeds/003 "lib"); code that does not parse opens none (its load fails in the guest)."""
         if not (source and source.strip()):
             return
-        key = self.ctx.lib.load(name, source)
+        key = self.ctx.lib.load(name, source, self.ctx.language)
         for entry in docs.lib_entries(key, name, source):
             if self.ctx.window.find("docs", entry.key) is None:
                 self.place(docs_view(entry.key, entry.body))
@@ -375,7 +380,7 @@ class Membrane:
             heading = "Compiler error" if error_type == "transpile_syntax" else "Runtime error"
             outcome.model_messages.append((heading, error_text))
         elif ok and not outcome.views and not notices and outcome.ending is None:
-            outcome.model_messages.append(("Notice", messages.NOTHING_IN_CONTEXT))
+            outcome.model_messages.append(("Notice", messages.nothing_in_context(ctx.language)))
         record = {"type": "code_execution", "ok": ok, "toolCalls": outcome.tool_calls,
                   "durationMs": outcome.duration_ms, "logs": self.kept_logs()}
         if outcome.api_calls:

@@ -6,12 +6,21 @@ trace to the program's own frames). Notices are facts about the session, pushed 
 
 HEADINGS = ("Compiler error", "Runtime error", "Notice")
 
-NOTHING_IN_CONTEXT = ("Your program ran and put nothing in your context.\n\n"
-                      "A view is the only way to see anything — a value you computed, or a file.\n"
-                      "Nothing `print` writes is readable by you.")
+OUTPUT_CALLS = {"python": "print", "typescript": "console.log"}  # what a program writes logs with, per arm
+TOOLCHAINS = {"python": "the Python sandbox could not be started", "typescript": "the TypeScript compiler could not finish"}
 
-TOOLCHAIN_FAILED = ("Your program was not run: the Python sandbox could not be started. Nothing about the program "
-                    "was rejected; write it again.")
+
+def nothing_in_context(language):
+    """The one notice a working program can earn, rendered under the agent's own language."""
+    return ("Your program ran and put nothing in your context.\n\n"
+            "A view is the only way to see anything — a value you computed, or a file.\n"
+            f"Nothing `{OUTPUT_CALLS.get(language, 'print')}` writes is readable by you.")
+
+
+def toolchain_failed(language):
+    """A toolchain that crashed or could not start: nothing read the program, so nothing rejected it."""
+    return (f"Your program was not run: {TOOLCHAINS.get(language, TOOLCHAINS['python'])}. Nothing about the program "
+            "was rejected; write it again.")
 
 RERUN_NOTICES = {
     "failed": "The program handed one to `gg.programs.rerun` and then failed, so the replacement was not run.",

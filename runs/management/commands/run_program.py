@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from runs.engine.sandbox.membrane import AgentContext
 from runs.engine.sandbox.program import run_program
+from runs.engine.spec import ENGINE_LANGUAGES
 from runs.engine.tools.module_stores import ArchiveStore, BoardStore, MemoryStore, TaskStore
 from runs.engine.tools.skills import SkillLibrary
 from runs.engine.tools.workspace import Workspace
@@ -23,7 +24,7 @@ from surfaces.grants import Grants
 
 
 class Command(BaseCommand):
-    help = "Run a Python program through the sandbox and membrane; print the operator's stream and the model's view."
+    help = "Run a program through its arm's sandbox and the membrane; print the operator's stream and the model's view."
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="the program's source file ('-' reads standard input)")
@@ -36,6 +37,8 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=30.0, help="timeoutSecs")
         parser.add_argument("--max-memory", type=int, default=256 * 1024 * 1024, help="maxMemoryBytes")
         parser.add_argument("--doc-view-types", default="return+errors")
+        parser.add_argument("--language", choices=ENGINE_LANGUAGES, default="python",
+                            help="the program's language (default: python)")
 
     def handle(self, *args, **options):
         source = self._source(options["file"])
@@ -43,7 +46,7 @@ class Command(BaseCommand):
         root = Path(options["workspace"] or tempfile.mkdtemp(prefix="gg-workspace-"))
         ids = count(1)
         ctx = AgentContext(
-            agent_id="root", grants=grants, workspace=Workspace(root), emit=self._emit,
+            agent_id="root", grants=grants, workspace=Workspace(root), emit=self._emit, language=options["language"],
             doc_view_types=options["doc_view_types"], timeout_secs=options["timeout"],
             max_memory_bytes=options["max_memory"], mint_agent_id=lambda: f"agent-{next(ids)}",
             stores={"memories": MemoryStore("memories-0"), "tasks": TaskStore("tasks-0"), "board": BoardStore("board-0"),
