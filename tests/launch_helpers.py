@@ -3,6 +3,8 @@
 import time
 from html.parser import HTMLParser
 
+from django.db import OperationalError
+
 from runs.models import Run
 
 
@@ -70,7 +72,11 @@ def form_fields(html):
 def wait_for_end(run, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        run.refresh_from_db()
+        try:
+            run.refresh_from_db()
+        except OperationalError:  # the worker's write holds the shared in-memory test database: read again
+            time.sleep(0.02)
+            continue
         if not run.is_live:
             return run
         time.sleep(0.05)

@@ -6,7 +6,7 @@ and how a profile is read (its mode, its allowlist, a fresh one's defaults).
 import re
 
 from surfaces import docviews
-from surfaces.catalogue import CAPABILITIES
+from surfaces.catalogue import BY_ID, CAPABILITIES, OPERATIONS, TOOLS_BY_NAME
 
 from runs.engine.spec import MEMORY_SCOPES
 
@@ -29,7 +29,8 @@ LIMITS = (("maxTurns", "Max turns (per agent)", int), ("maxRuntimeSecs", "Max ru
           ("maxConsecutiveErrors", "Max consecutive errors", int),
           ("maxErrorRate", "Max error rate (0–1)", float), ("errorRateWindow", "Error-rate window (turns)", int),
           ("maxParallel", "Max parallel agents", int))
-PROVIDER_KINDS = (("demo", "Shipped scripted demo"), ("script", "Pasted script (JSON)"),
+PROVIDER_KINDS = (("starter", "Starter script: each agent finishes at once (no model needed)"),
+                  ("demo", "Shipped scripted demo"), ("script", "Pasted script (JSON)"),
                   ("openai", "OpenAI-compatible endpoint"))
 WORKSPACE_FIELD = "workspace_zip"
 # What the form has inputs for; any other field of a spec (gg's openingTurn, hooks, customInstructions,
@@ -79,9 +80,32 @@ def derived_allowlist(raw):
         return None, []
     caps = capabilities_by_id(raw)
     enabled = [c for c in CHECKLIST if c.id in caps and caps[c.id].get("enabled", True)]
-    if mode == "responses_as_code":
-        return "operations", [op for c in enabled for op in c.operations]
+    if mode == "responses_as_code":  # a retired operation is one the validator refuses: never written
+        return "operations", [op for c in enabled for op in c.operations if not BY_ID[op].retired]
     return "tools", [tool for c in enabled for tool in c.tools]
+
+
+def convert_allowlist(names, mode):
+    """An allowlist written in the other mode's vocabulary, in `mode`'s: tool names -> the operations
+    those tools serve (retired ones never), operation ids -> the tools underneath them. Returns
+    (converted, dropped): dropped are names with no counterpart (an ending, a call no tool backs)."""
+    converted, dropped = [], []
+    for name in names:
+        if mode == "responses_as_code":
+            if name in BY_ID:
+                targets = [name]
+            else:
+                targets = [op.id for op in OPERATIONS if op.tool == name and not op.retired
+                           and op.binding.kind in ("capability", "machine")]
+        else:
+            op = BY_ID.get(name)
+            targets = [name] if name in TOOLS_BY_NAME else ([op.tool] if op is not None and op.tool else [])
+        for target in targets:
+            if target not in converted:
+                converted.append(target)
+        if not targets:
+            dropped.append(name)
+    return converted, dropped
 
 
 def capabilities_by_id(raw):

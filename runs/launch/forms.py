@@ -24,11 +24,12 @@ from surfaces.catalogue import CAPABILITIES
 from runs.demo import demo_names
 from runs.engine.spec import ENGINE_LANGUAGES, MODULE_KINDS, ROSTER_SCOPES
 from runs.engine.validation import validate_spec
-from runs.launch.fields import (CHECKLIST, EXTRA_HELP, FORM_PROFILE_FIELDS, FORM_TOP_LEVEL, LIMITS, MODE_CHOICES,
-                                PARAM_CHOICES, PROVIDER_KINDS, RAC_PARAMS, REQUIRED_PARAM_TYPES, WORKSPACE_FIELD,
-                                allowlist_of, capabilities_by_id, default_profile, derived_allowlist, doc_view_flags,
-                                dom_id, mode_of)
+from runs.launch.fields import (CHECKLIST, EXTRA_HELP, FORM_PROFILE_FIELDS, FORM_TOP_LEVEL, LIMITS, MACHINE,
+                                MODE_CHOICES, PARAM_CHOICES, PROVIDER_KINDS, RAC_PARAMS, REQUIRED_PARAM_TYPES,
+                                WORKSPACE_FIELD, allowlist_of, capabilities_by_id, convert_allowlist, default_profile,
+                                derived_allowlist, doc_view_flags, dom_id, mode_of)
 from runs.launch.post import PostParser
+from runs.launch.starter import is_starter, starter_script
 
 
 
@@ -44,6 +45,7 @@ class Field:
     help: str = ""
     step: str = "1"
     errors: list = field(default_factory=list)
+    redraw: str = ""  # an action the whole form is redrawn with when this input changes (htmx)
 
     @property
     def dom_id(self):
@@ -63,14 +65,17 @@ class LaunchForm:
         self.raw = raw or {}  # input name -> text as typed, where it did not convert
         self.errors = list(errors or [])  # {"path", "message", "field"}
         self.sources = sources or {}  # spec path -> input name
+        self._labels = None  # input name -> its label in context, built on the first error
+        self.notes = []  # what a redraw changed on the operator's behalf (a converted allowlist)
 
     # ---- construction -------------------------------------------------------------------
 
     @classmethod
     def blank(cls):
-        demos = demo_names()
-        spec = {"task": "", "agents": [default_profile("root", "Root")], "limits": {},
-                "provider": {"kind": "scripted", "demo": demos[0]} if demos else {"kind": "scripted", "script": {}}}
+        agents = [default_profile("root", "Root")]
+        # The starter script fits the default profile, so the untouched form launches a run that completes.
+        spec = {"task": "", "agents": agents, "limits": {},
+                "provider": {"kind": "scripted", "script": starter_script(agents)}}
         return cls(spec)
 
     @classmethod
@@ -104,7 +109,22 @@ class LaunchForm:
     def add_error(self, path, message):
         field_name = self.field_for(path)
         self.errors.append({"path": path, "message": message, "field": field_name,
-                            "dom_id": dom_id(field_name) if field_name else ""})
+                            "dom_id": dom_id(field_name) if field_name else "",
+                            "label": self.label_for(field_name, path)})
+
+    def label_for(self, field_name, path=""):
+        """How the operator finds an input: "Profile 1 (root) → Operations, line 1"; the JSON path
+        stays beside it as a hint."""
+        if not field_name:
+            return "The run as a whole"
+        if self._labels is None:
+            self._labels = {}  # set first: building the view asks errors_for, not label_for
+            self._labels = field_labels(self.view())
+        label = self._labels.get(field_name) or field_name
+        line = re.search(r"\[(\d+)\]$", path or "")
+        if field_name.endswith(".allowlist") and line:
+            label += f", line {int(line.group(1)) + 1}"
+        return label
 
     def field_for(self, path):
         """The input that wrote `path`, or of its nearest parent; "" when none did."""
@@ -135,6 +155,8 @@ class LaunchForm:
             agents.append(default_profile(f"agent-{n}", f"Agent {n}"))
         elif verb == "remove-profile" and arg.isdigit() and len(agents) > 1 and int(arg) < len(agents):
             del agents[int(arg)]
+        elif verb == "switch-mode" and arg.isdigit() and int(arg) < len(agents):
+            self.notes += switch_mode(agents[int(arg)], int(arg))
         elif verb == "fill-allowlist" and arg.isdigit() and int(arg) < len(agents):
             profile = agents[int(arg)]
             profile.pop("tools", None)
@@ -142,7 +164,7 @@ class LaunchForm:
             key, names = derived_allowlist(profile)
             if key:
                 profile[key] = names
-        self.errors, self.sources, self.raw = [], {}, {}
+        self.errors, self.sources, self.raw, self._labels = [], {}, {}, None
 
     # ---- rendering ---------------------------------------------------------------------
 
@@ -215,7 +237,9 @@ class LaunchForm:
         fields = {
             "slug": self._field(f"{p}.slug", "Slug", value=raw.get("slug", "")),
             "name": self._field(f"{p}.name", "Name", value=raw.get("name", "")),
-            "mode": self._field(f"{p}.executionMode", "Mode", "select", mode, choices=MODE_CHOICES),
+            "mode": self._field(f"{p}.executionMode", "Mode", "select", mode, choices=MODE_CHOICES,
+                                redraw=f"switch-mode:{i}",
+                                help="switching converts the allowlist to the new mode's vocabulary"),
             "modelId": self._field(f"{p}.modelId", "Model id", value=raw.get("modelId", ""),
                                    help="empty: the provider's model"),
             "language": self._field(f"{p}.programLanguage", "Program language", "select",
@@ -305,6 +329,8 @@ class LaunchForm:
         provider = self.spec.get("provider") or {}
         if provider.get("kind") == "openai":
             kind = "openai"
+        elif is_starter(provider, self.spec.get("agents") or []):
+            kind = "starter"
         else:
             kind = "script" if "script" in provider else "demo"
         script = provider.get("script")
@@ -313,7 +339,7 @@ class LaunchForm:
             "fields": [
                 self._field("provider.demo", "Demo", "select", provider.get("demo", ""),
                             choices=tuple((d, d) for d in demo_names())),
-                self._field("provider.script", "Script", "textarea", _json_text(script),
+                self._field("provider.script", "Script", "textarea", "" if kind == "starter" else _json_text(script),
                             help="a JSON object mapping a profile slug (or agent id) to its list of replies"),
                 self._field("provider.baseUrl", "Base URL", value=provider.get("baseUrl", ""),
                             help="e.g. https://api.openai.com/v1"),
@@ -336,3 +362,54 @@ def _json_text(value):
 def _limit_value(spec, key):
     value = (spec.get("limits") or {}).get(key)
     return "" if value is None else value
+
+
+def field_labels(view):
+    """Every input's label in context, keyed by its name: "Task", "Limits → Max turns (per agent)",
+    "Profile 2 (reviewer) → memories → scope", "Profile 1 (root) → Roster, row 1 → Agent (slug)"."""
+    labels = {view[k].name: view[k].label for k in ("name", "task", "workspace", "workspace_files", "extra")}
+    labels.update({view["agents_slot"].name: "Profiles", view["limits_slot"].name: "Limits",
+                   view["limits_extra"].name: "Limits → " + view["limits_extra"].label})
+    labels.update({f.name: "Limits → " + f.label for f in view["limits"]})
+    labels.update({f.name: "Provider → " + f.label for f in [view["provider"]["kind"], *view["provider"]["fields"]]})
+    labels.update({f.name: "Save as a configuration → " + f.label for f in view["configuration"]})
+    for p in view["profiles"]:
+        slug = p["fields"]["slug"].value or "no slug"
+        head = f"Profile {p['index'] + 1} ({slug})"
+        labels[p["slot"].name] = head
+        for f in [*p["fields"].values(), p["allowlist"], p["extra"]]:
+            labels[f.name] = f"{head} → {f.label}"
+        for cap in p["capabilities"]:
+            labels[cap["on"].name] = f"{head} → Capabilities → {cap['info'].id}"
+            labels.update({f.name: f"{head} → {cap['info'].id} → {f.label}" for f in cap["params"]})
+        for j, row in enumerate(p["roster"]):
+            labels.update({f.name: f"{head} → Roster, row {j + 1} → {f.label}" for f in row.values()})
+        for k, state in enumerate(p["states"]):
+            labels.update({f.name: f"{head} → State {k + 1} → {f.label}" for f in state["fields"].values()})
+            for t, edge in enumerate(state["edges"]):
+                labels.update({f.name: f"{head} → State {k + 1}, edge {t + 1} → {f.label}" for f in edge.values()})
+    return labels
+
+
+def switch_mode(profile, index):
+    """After the operator switched a profile's mode: its allowlist, typed in the old mode's vocabulary,
+    rewritten in the new one's (or cleared, for a machine). Returns the notes saying what changed."""
+    head = f"Profile {index + 1} ({profile.get('slug') or 'no slug'})"
+    key, names = allowlist_of(profile)
+    if mode_of(profile) == MACHINE:
+        profile.pop("tools", None)
+        profile.pop("operations", None)
+        return [f"{head}: a machine takes no allowlist; it was cleared."] if names else []
+    if not names:
+        return []
+    converted, dropped = convert_allowlist(names, mode_of(profile))
+    if converted == names:
+        return []
+    profile.pop("tools", None)
+    profile.pop("operations", None)
+    profile[key] = converted
+    vocabulary = "operation ids" if key == "operations" else "tool names"
+    note = f"{head}: the allowlist was rewritten as {vocabulary} ({len(converted)})"
+    if dropped:
+        note += f"; left out, with no counterpart: {', '.join(dropped)}"
+    return [note + "."]

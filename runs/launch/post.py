@@ -10,6 +10,7 @@ from surfaces import docviews
 
 from runs.launch.fields import (CHECKLIST, FORM_PROFILE_FIELDS, FORM_TOP_LEVEL, LIMITS, MACHINE, PARAM_CHOICES,
                                 RAC_PARAMS, REQUIRED_PARAM_TYPES, WORKSPACE_FIELD)
+from runs.launch.starter import starter_script
 
 class PostParser:
     """One pass over a QueryDict: builds the spec, the source of every path and the conversion errors."""
@@ -22,8 +23,9 @@ class PostParser:
 
     def parse(self):
         """The spec the inputs write; `sources`, `raw`, `errors` and `configuration` filled beside it."""
-        spec = {"task": self.text("task", "task"), "agents": self.agents(), "limits": self.limits(),
-                "provider": self.provider()}
+        agents = self.agents()
+        spec = {"task": self.text("task", "task"), "agents": agents, "limits": self.limits(),
+                "provider": self.provider(agents)}
         name = self.text("name", "name")
         if name:
             spec["name"] = name
@@ -204,7 +206,7 @@ class PostParser:
         self.merge_extra(limits, "limits.extra", "limits", [k for k, *_ in LIMITS])
         return limits
 
-    def provider(self):
+    def provider(self, agents):
         kind = self.data.get("provider.kind", "demo")
         self.sources["provider"] = "provider.kind"
         self.sources["provider.kind"] = "provider.kind"
@@ -214,6 +216,8 @@ class PostParser:
                 if value := self.text(f"provider.{key}", f"provider.{key}"):
                     provider[key] = value
             return provider
+        if kind == "starter":  # built for the profiles as they stand, so it always fits them
+            return {"kind": "scripted", "script": starter_script(agents)}
         if kind == "script":
             script = self.json("provider.script", "provider.script")
             return {"kind": "scripted", "script": {} if script is None else script}

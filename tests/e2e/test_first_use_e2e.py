@@ -49,3 +49,29 @@ def test_keyboard_shortcuts_follow_the_pages_controls(page, console_server):
     assert page.locator(".glossary-entry:not([hidden])").count() >= 1
     assert page.locator("#succession").is_visible() and not page.locator("#arm").is_visible()
     assert page.errors == []
+
+
+def test_a_newcomer_launches_from_the_untouched_form_and_watches_it_complete(page, console_server):
+    page.goto(f"{console_server.url}/")
+    page.click("nav >> text=New run")
+    page.fill("#f-task", "Say hello to the console.")
+    page.click("button[value=launch]")
+    page.wait_for_url(lambda url: "/feed/" in url, timeout=30_000)
+    page.wait_for_function("document.getElementById('feed-state').dataset.state === 'ended'", timeout=60_000)
+    assert page.inner_text("#feed-rows .feed-row:last-child .feed-detail") == "Session ended: completed."
+    page.reload()
+    assert page.inner_text("#run-status") == "completed"
+    assert page.errors == []
+
+
+def test_switching_a_profile_to_code_rewrites_its_allowlist_in_place(page, console_server):
+    page.goto(f"{console_server.url}/runs/new/")
+    page.select_option("#f-agents-0-executionMode", "responses_as_code")
+    page.wait_for_selector(".launch-note")
+    assert "rewritten as operation ids" in page.inner_text(".launch-note")
+    assert page.inner_text("label[for='f-agents-0-allowlist']") == "Operations"
+    assert "files.read_file" in page.input_value("#f-agents-0-allowlist")
+    page.fill("#f-task", "Say hello.")
+    page.locator("#f-task").blur()
+    page.wait_for_selector("#launch-errors .launch-ok")
+    assert page.errors == []

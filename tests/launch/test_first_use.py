@@ -1,0 +1,155 @@
+"""First use of the launch form (issue 17): the untouched form launches a run that completes, a mode
+switch converts the allowlist, "Fill from the capabilities" never writes a retired operation, every
+launch error names its input by label, destructive actions ask first."""
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from runs.launch.forms import LaunchForm
+from runs.launch.starter import dry_run, starter_script
+from runs.models import Run
+from surfaces.catalogue import BY_ID, TOOLS_BY_NAME
+from tests.launch_helpers import form_fields, wait_for_end
+
+NEW = reverse("runs:new")
+
+
+def blank_fields(client):
+    return form_fields(client.get(NEW).content)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_untouched_default_form_launches_a_run_that_completes(operator_client):
+    fields = blank_fields(operator_client)
+    assert fields["provider.kind"] == ["starter"]
+    fields["task"] = ["Say hello."]  # a newcomer types a task and nothing else
+    response = operator_client.post(NEW, fields)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    run = wait_for_end(Run.objects.get())
+    assert run.status == Run.Status.COMPLETED
+
+
+@pytest.mark.django_db
+def test_the_default_form_validates_clean(operator_client):
+    response = operator_client.post(reverse("runs:validate"), {**blank_fields(operator_client), "task": ["x"]})
+    assert b"No problems found." in response.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_code_root_on_the_starter_completes_too(operator_client):
+    fields = blank_fields(operator_client)
+    fields.update({"task": ["Say hello."], "agents.0.executionMode": ["responses_as_code"],
+                   "agents.0.allowlist": [""]})
+    response = operator_client.post(NEW, fields)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    run = wait_for_end(Run.objects.get(), timeout=120)
+    assert run.status == Run.Status.COMPLETED
+
+
+def test_the_starter_ends_every_profile_in_its_own_mode():
+    script = starter_script([{"slug": "root", "executionMode": "tool_calling"},
+                             {"slug": "coder", "executionMode": "responses_as_code", "programLanguage": "python"},
+                             {"slug": "shell", "capabilities": [{"id": "fsm", "enabled": True}]}])
+    assert set(script) == {"root", "coder"}  # a machine shell has no model to answer
+    assert script["root"][0]["toolCalls"][0]["name"] == "finish"
+    assert "gg.session.finish(" in script["coder"][0]["program"]
+
+
+def _redraw(client, fields, action):
+    response = client.post(NEW, {**fields, "action": [action]})
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def _validate(client, fields):
+    form = LaunchForm.from_post(_querydict(fields))
+    return form.validate(), form
+
+
+def _querydict(fields):
+    from django.http import QueryDict
+
+    q = QueryDict(mutable=True)
+    for key, values in fields.items():
+        q.setlist(key, values)
+    return q
+
+
+@pytest.mark.django_db
+def test_switching_to_code_converts_the_tool_allowlist_into_a_valid_profile(operator_client):
+    fields = blank_fields(operator_client)
+    fields.update({"task": ["t"], "agents.0.executionMode": ["responses_as_code"]})
+    html = _redraw(operator_client, fields, "switch-mode:0")
+    after = form_fields(html)
+    operations = after["agents.0.allowlist"][0].split()
+    assert operations and all(op in BY_ID and not BY_ID[op].retired for op in operations)
+    assert "files.read_file" in operations and "views.open_file" in operations  # read_file's two operations
+    assert "the allowlist was rewritten as operation ids" in html
+    assert "Operations" in html  # the box is labelled for the new mode at once
+    run_spec, form = _validate(operator_client, after)
+    assert run_spec is not None, form.errors
+
+
+@pytest.mark.django_db
+def test_switching_back_converts_operations_into_tool_names(operator_client):
+    fields = blank_fields(operator_client)
+    fields.update({"task": ["t"], "agents.0.executionMode": ["responses_as_code"]})
+    code = form_fields(_redraw(operator_client, fields, "switch-mode:0"))
+    code["agents.0.executionMode"] = ["tool_calling"]
+    html = _redraw(operator_client, code, "switch-mode:0")
+    back = form_fields(html)
+    tools = back["agents.0.allowlist"][0].split()
+    assert tools and all(t in TOOLS_BY_NAME for t in tools)
+    assert set(tools) == set(blank_fields(operator_client)["agents.0.allowlist"][0].split())
+    run_spec, form = _validate(operator_client, back)
+    assert run_spec is not None, form.errors
+
+
+@pytest.mark.django_db
+def test_fill_from_the_capabilities_never_writes_a_retired_operation(operator_client):
+    fields = blank_fields(operator_client)
+    fields.update({"task": ["t"], "agents.0.executionMode": ["responses_as_code"], "agents.0.allowlist": [""],
+                   "agents.0.cap.agent-managed-context": ["on"]})
+    filled = form_fields(_redraw(operator_client, fields, "fill-allowlist:0"))
+    operations = filled["agents.0.allowlist"][0].split()
+    assert "files.read_file" in operations and "views.close" in operations
+    assert not [op for op in operations if BY_ID[op].retired]
+    assert "files.read_text_file" not in operations and "views.current" not in operations
+    run_spec, form = _validate(operator_client, filled)
+    assert run_spec is not None, form.errors
+
+
+BAD_INPUTS = {
+    "agents.0.allowlist": (["shell\nnot_a_tool"], "Profile 1 (root) → Tools (tool calling), line 2"),
+    "agents.0.slug": (["Bad Slug!"], "Profile 1 (Bad Slug!) → Slug"),
+    "limits.maxTurns": (["-3"], "Limits → Max turns (per agent)"),
+    "provider.kind": (["script"], "Provider → Script"),
+    "agents.0.cap.memories.params.scope": (["nowhere"], "Profile 1 (root) → memories → scope"),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+def test_every_launch_error_names_its_input_by_label(operator_client, name):
+    fields = blank_fields(operator_client)
+    value, label = BAD_INPUTS[name]
+    fields.update({"task": ["t"], name: value})
+    if name == "provider.kind":
+        fields["provider.script"] = ["[1, 2]"]
+    response = operator_client.post(NEW, fields)
+    assert response.status_code == 400
+    html = response.content.decode()
+    _, form = _validate(operator_client, fields)
+    assert form.errors
+    for error in form.errors:
+        assert error["label"] and error["label"] != error["field"], error
+        assert not error["label"].startswith(("agents[", "agents.")), error
+    assert label in html.replace("&gt;", ">").replace("&#x27;", "'")
+
+
+def test_an_error_with_no_input_is_still_named_in_words():
+    form = LaunchForm.blank()
+    form.add_error("nowhere.at.all", "odd")
+    assert form.errors[0]["label"] == "The run as a whole"
