@@ -1,8 +1,8 @@
 """Many runs, grouped: ``/analysis/?group=arm&language=python…`` (the list's filters pick the runs).
 
-Read off the projections alone — Agent rows (turns, calls per operation, failures, context bands,
-usage) and RunFacts (refusals per agent, duration, cost) — in two queries whatever the number of
-events. Agent-level dimensions (the arm, execution mode, profile, model, a capability's presence
+Read off the projections alone — one RunFacts row per run, carrying each agent's summary (turns,
+calls per operation, failures, context bands, cost: runs.across.facts.agent_summary), the
+refusals per agent and the duration — in one query whatever the number of events or agents. Agent-level dimensions (the arm, execution mode, profile, model, a capability's presence
 or a param's value in the agent's profile) group agents; run-level ones (the run name's prefix)
 group each run's agents together. The list's agent-level filters keep only matching agents.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-from runs.across.filters import RunFilter, agent_q, runs as filtered_runs
+from runs.across.filters import AGENT_SETS, RunFilter, runs as filtered_runs
 from runs.ingest.projections import as_list
-from runs.models import Agent
 
 BANDS = ("docs_view", "search_results")
 SIMPLE = {
@@ -29,9 +29,9 @@ SIMPLE = {
     "prefix": "run name prefix",
 }
 PREFIX_CUT = re.compile(r"[-_ .#:/]+[^-_ .#:/]*$")  # the name's last separated part
-AGENT_FIELDS = ("run_id", "agent_id", "profile_id", "model_id", "execution_mode", "program_language",
-                "doc_view_types", "turns", "error_turn_count", "error_turns", "api_calls", "tool_calls",
-                "api_failures", "tool_failures", "context_bands", "usage")
+# AGENT_SETS key -> the agent summary's key
+SUMMARY_KEYS = {"mode": "mode", "language": "language", "docViewTypes": "docViewTypes", "model": "model",
+                "profile": "profile"}
 
 
 class BadGroup(ValueError):
@@ -73,18 +73,23 @@ class Group:
             "tokensPerTurn": {b: _ratio(self.bands.get(b, 0), self.turns) for b in BANDS},
             "cost": self.cost if self.costed else None,
             "costPerRun": self.cost / runs if self.costed and runs else None,
-            "runCosts": [self.run_cost[r] for r in sorted(self.run_cost)],
+            "costSpread": spread(list(self.run_cost.values())),
             "durationSeconds": sum(spans) / len(spans) if spans else None,
-            "runDurations": spans,
+            "durationSpread": spread(spans),
         }
+
+
+def spread(values: list) -> dict | None:
+    """Five numbers over the runs of a group (min, quartiles, max) and how many runs: a box plot."""
+    if not values:
+        return None
+    values = sorted(values)
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
+    return {"n": len(values), "min": values[0], "q1": q1, "median": median, "q3": q3, "max": values[-1]}
 
 
 def _ratio(n, d):
     return n / d if d else None
-
-
-def _num(v):
-    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
 
 
 def _profile(capability_set, slug: str) -> dict:
@@ -118,24 +123,23 @@ def group_label(dimension: str, arg: str) -> str:
     return SIMPLE[dimension]
 
 
-def _keyer(dimension: str, arg: str, run_info: dict):
+def _keyer(dimension: str, arg: str):
+    """key(run, agent summary) -> the agent's group."""
     if dimension == "arm":
-        return lambda a: f"{a['program_language'] or '—'} · {a['doc_view_types'] or '—'}"
-    if dimension in ("language", "docViewTypes", "mode", "profile", "model"):
-        column = {"language": "program_language", "docViewTypes": "doc_view_types", "mode": "execution_mode",
-                  "profile": "profile_id", "model": "model_id"}[dimension]
-        return lambda a: a[column] or "—"
+        return lambda run, a: f"{a['language'] or '—'} · {a['docViewTypes'] or '—'}"
+    if dimension in SUMMARY_KEYS:
+        return lambda run, a: a[SUMMARY_KEYS[dimension]] or "—"
     if dimension == "prefix":
-        return lambda a: PREFIX_CUT.sub("", run_info[a["run_id"]]["name"]) or run_info[a["run_id"]]["name"]
+        return lambda run, a: PREFIX_CUT.sub("", run["name"]) or run["name"]
     if dimension == "capability":
-        def by_capability(a):
-            cap = _capability(_profile(run_info[a["run_id"]]["capability_set"], a["profile_id"]), arg)
+        def by_capability(run, a):
+            cap = _capability(_profile(run["capability_set"], a["profile"]), arg)
             return "absent" if cap is None else "on" if cap.get("enabled") else "off"
         return by_capability
     cap_id, _, name = arg.partition(".")
 
-    def by_param(a):
-        cap = _capability(_profile(run_info[a["run_id"]]["capability_set"], a["profile_id"]), cap_id)
+    def by_param(run, a):
+        cap = _capability(_profile(run["capability_set"], a["profile"]), cap_id)
         params = cap.get("params") if isinstance(cap, dict) else None
         if not isinstance(params, dict) or name not in params:
             return "—"
@@ -143,43 +147,49 @@ def _keyer(dimension: str, arg: str, run_info: dict):
     return by_param
 
 
+def _add(into: Counter, counts: dict) -> None:
+    # A plain loop: Counter.update's per-call checks cost more than the sums over 10,000 agents.
+    for k, n in counts.items():
+        into[k] = into.get(k, 0) + n
+
+
+def _keeps(f: RunFilter):
+    """The list's agent-level filters as a test of one agent summary."""
+    wanted = [(SUMMARY_KEYS[k], set(v)) for k, v in f.sets.items() if v and k in AGENT_SETS]
+    return lambda a: all(a.get(key) in values for key, values in wanted)
+
+
 def analyse(f: RunFilter, group: str) -> dict:
     """``{group, label, runs, agents, groups: [Group.as_dict]}`` over the runs `f` picks."""
     dimension, arg = parse_group(group)
-    runs = filtered_runs(f)
-    fields = ["pk", "name", "facts__duration_seconds", "facts__refusals_by_agent"]
+    fields = ["pk", "name", "facts__duration_seconds", "facts__agents"]
     if dimension in ("capability", "param"):
         fields.append("capability_set")
-    run_info = {}
-    for row in runs.values(*fields):
-        run_info[row["pk"]] = {"name": row["name"], "duration": row["facts__duration_seconds"],
-                               "refusals": row["facts__refusals_by_agent"] or {},
-                               "capability_set": row.get("capability_set")}
-    agents = Agent.objects.filter(agent_q(f), run_id__in=runs.values("pk")).order_by("run_id", "first_seq", "id")
-    key_of = _keyer(dimension, arg, run_info)
+    key_of, keeps = _keyer(dimension, arg), _keeps(f)
     groups: dict[str, Group] = {}
-    for a in agents.values(*AGENT_FIELDS):
-        if a["run_id"] not in run_info:  # a run that arrived between the two reads
-            continue
-        g = groups.setdefault(key_of(a), Group(key_of(a)))
-        g.runs.add(a["run_id"])
-        g.agents += 1
-        g.turns += a["turns"]
-        g.error_turns += a["error_turn_count"]
-        g.error_turns_by_kind.update({k: _num(v) for k, v in (a["error_turns"] or {}).items()})
-        g.calls.update({k: _num(v) for k, v in (a["api_calls"] or {}).items()})
-        g.calls.update({k: _num(v) for k, v in (a["tool_calls"] or {}).items()})
-        g.refusals.update(run_info[a["run_id"]]["refusals"].get(a["agent_id"], {}))
-        g.failures.update({f"api {k}": _num(v) for k, v in (a["api_failures"] or {}).items()})
-        g.failures.update({f"tool {k}": _num(v) for k, v in (a["tool_failures"] or {}).items()})
-        g.bands.update({b: _num((a["context_bands"] or {}).get(b)) for b in BANDS})
-        cost = ((a["usage"] or {}).get("cost") or {}).get("comparable")
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-            g.cost += cost
-            g.costed += 1
-            g.run_cost[a["run_id"]] = g.run_cost.get(a["run_id"], 0) + cost
-    durations = {pk: info["duration"] for pk, info in run_info.items()}
-    return {"group": group or "arm", "label": group_label(dimension, arg), "runs": len(run_info),
+    durations = {}
+    for run in filtered_runs(f).values(*fields):
+        pk = run["pk"]
+        durations[pk] = run["facts__duration_seconds"]
+        for a in run["facts__agents"] or ():
+            if not keeps(a):
+                continue
+            key = key_of(run, a)
+            g = groups.get(key) or groups.setdefault(key, Group(key))
+            g.runs.add(pk)
+            g.agents += 1
+            g.turns += a["turns"]
+            g.error_turns += a["errorTurns"]
+            _add(g.error_turns_by_kind, a["errorTurnsByKind"])
+            _add(g.calls, a["calls"])
+            _add(g.refusals, a["refusals"])
+            _add(g.failures, a["failures"])
+            _add(g.bands, a["bands"])
+            if a["cost"] is not None:
+                g.cost += a["cost"]
+                g.costed += 1
+                g.run_cost[pk] = g.run_cost.get(pk, 0) + a["cost"]
+    return {"group": group or "arm", "label": group_label(dimension, arg), "runs": len(durations),
             "agents": sum(g.agents for g in groups.values()),
             "groups": [groups[k].as_dict(durations) for k in sorted(groups)]}
 

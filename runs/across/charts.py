@@ -1,6 +1,6 @@
 """Server-rendered SVG charts for the analysis: a bar per group where one figure per group reads
-best, a dot per run where the spread matters (cost per run, duration). Geometry only; the template
-draws it (templates/across/_chart.html)."""
+best, a box per group where the spread over its runs matters (cost per run, duration). Geometry
+only; the template draws it (templates/across/_chart.html)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ LABEL = 190
 BAR_CHARTS = (("errorTurnRate", "Error-turn rate", "rate"), ("callsPerTurn", "Calls per turn", "n"),
               ("docs_view", "docs_view tokens per turn", "n"), ("search_results", "search_results tokens per turn", "n"),
               ("costPerRun", "Cost per run", "usd"))
-DOT_CHARTS = (("runCosts", "Cost of each run", "usd"), ("runDurations", "Duration of each run (s)", "n"))
+BOX_CHARTS = (("costSpread", "Cost per run, spread", "usd"), ("durationSpread", "Duration per run (s), spread", "n"))
 
 
 def _value(group: dict, key: str):
@@ -31,23 +31,25 @@ def bars(groups: list[dict], key: str, title: str, unit: str) -> dict | None:
             "width": WIDTH, "label_width": LABEL, "key": key}
 
 
-def dots(groups: list[dict], key: str, title: str, unit: str) -> dict | None:
-    peak = max([v for g in groups for v in g[key]] + [0])
+def boxes(groups: list[dict], key: str, title: str, unit: str) -> dict | None:
+    peak = max([g[key]["max"] for g in groups if g[key]] + [0])
     if not peak:
         return None
     span = WIDTH - LABEL - 70
+
+    def x(v):
+        return LABEL + v * span / peak
     rows = []
     for i, g in enumerate(groups):
-        values = g[key]
-        mean = sum(values) / len(values) if values else None
-        rows.append({"label": g["group"], "y": i * ROW, "mean": mean,
-                     "mean_x": LABEL + mean * span / peak if mean is not None else None,
-                     "dots": [LABEL + v * span / peak for v in values]})
-    return {"kind": "dots", "title": title, "unit": unit, "rows": rows, "height": len(rows) * ROW,
+        s = g[key]
+        rows.append({"label": g["group"], "y": i * ROW, "spread": s,
+                     **({"min": x(s["min"]), "q1": x(s["q1"]), "median": x(s["median"]), "q3": x(s["q3"]),
+                         "max": x(s["max"]), "box": x(s["q3"]) - x(s["q1"])} if s else {})})
+    return {"kind": "boxes", "title": title, "unit": unit, "rows": rows, "height": len(rows) * ROW,
             "width": WIDTH, "label_width": LABEL, "key": key, "peak": peak}
 
 
 def analysis_charts(result: dict) -> list[dict]:
     groups = result["groups"]
-    made = [bars(groups, *spec) for spec in BAR_CHARTS] + [dots(groups, *spec) for spec in DOT_CHARTS]
+    made = [bars(groups, *spec) for spec in BAR_CHARTS] + [boxes(groups, *spec) for spec in BOX_CHARTS]
     return [c for c in made if c]

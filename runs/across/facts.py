@@ -10,6 +10,7 @@ table existed).
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
 
 from django.db.models import F, Q
@@ -82,6 +83,29 @@ def _note_peak(peaks: dict, agent_id: str, rec: dict) -> None:
         peaks[agent_id] = total
 
 
+def _counts(value) -> dict:
+    return {str(k): v for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} if isinstance(
+        value, dict) else {}
+
+
+def agent_summary(agent: Agent) -> dict:
+    """What the analysis reads of one agent (runs.across.analysis), off its projection (`refresh`
+    adds its refusals per operation)."""
+    usage = agent.usage if isinstance(agent.usage, dict) else {}
+    cost = (usage.get("cost") or {}).get("comparable") if isinstance(usage.get("cost"), dict) else None
+    bands = _counts(agent.context_bands)
+    return {
+        "id": agent.agent_id, "profile": agent.profile_id, "model": agent.model_id, "mode": agent.execution_mode,
+        "language": agent.program_language, "docViewTypes": agent.doc_view_types,
+        "turns": agent.turns, "errorTurns": agent.error_turn_count, "errorTurnsByKind": _counts(agent.error_turns),
+        "calls": dict(Counter(_counts(agent.api_calls)) + Counter(_counts(agent.tool_calls))),
+        "failures": {**{f"api {k}": v for k, v in _counts(agent.api_failures).items()},
+                     **{f"tool {k}": v for k, v in _counts(agent.tool_failures).items()}},
+        "bands": {b: bands.get(b, 0) for b in ("docs_view", "search_results")},
+        "cost": _finite(cost),
+    }
+
+
 def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None) -> RunFacts:
     """Fold `run`'s facts. With `chunk` (the write path's classified records of one append) the
     figures the chunk cannot have changed are kept from the stored row: refusals (a bounded re-read
@@ -129,6 +153,7 @@ def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None) -> RunFa
     facts.duration_seconds = duration.total_seconds() if duration is not None else None
     facts.failed_calls = sum(v for d in (run.tool_failures, run.api_failures) if isinstance(d, dict)
                              for v in d.values() if isinstance(v, int) and not isinstance(v, bool))
+    facts.agents = [{**agent_summary(a), "refusals": facts.refusals_by_agent.get(a.agent_id, {})} for a in agents]
     facts.seq = run.last_seq
     facts.save(force_insert=new)
     return facts

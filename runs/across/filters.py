@@ -4,7 +4,7 @@ bulk actions, so a filter means one thing wherever its URL is pasted.
 ``/?q=…&status=…&source=engine&language=python&sort=-cost``. Every filter reads a column of Run or
 of RunFacts (the write path's fold), never an agent or an event. Agent-level filters (mode,
 language, docViewTypes, model, profile) select runs having at least one such agent; the analysis
-also keeps only those agents (`agent_q`).
+also keeps only those agents.
 """
 
 from __future__ import annotations
@@ -23,14 +23,9 @@ STATUSES = [*Run.Status.values, "stale"]
 LIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 EXECUTION_MODES = ("tool_calling", "responses_as_code")
 DOC_VIEW_TYPES = tuple("+".join(f for i, f in enumerate(FLAGS) if n >> i & 1) or NONE for n in range(8))
-# query parameter -> (RunFacts column, Agent column): the per-agent sets.
-AGENT_SETS = {
-    "mode": ("execution_modes", "execution_mode"),
-    "language": ("languages", "program_language"),
-    "docViewTypes": ("doc_view_types", "doc_view_types"),
-    "model": ("model_ids", "model_id"),
-    "profile": ("profile_slugs", "profile_id"),
-}
+# query parameter -> the RunFacts column holding the run's agents' values (the per-agent sets).
+AGENT_SETS = {"mode": "execution_modes", "language": "languages", "docViewTypes": "doc_view_types",
+              "model": "model_ids", "profile": "profile_slugs"}
 YES_NO = ("yes", "no")
 TEXT_MAX = 200
 
@@ -124,7 +119,7 @@ def run_q(f: RunFilter) -> Q:
     if f.source:
         q &= Q(source__in=f.source)
     for key, values in f.sets.items():
-        column = AGENT_SETS[key][0]
+        column = AGENT_SETS[key]
         if values:
             any_of = Q()
             for v in values:
@@ -145,15 +140,6 @@ def run_q(f: RunFilter) -> Q:
 
 def runs(f: RunFilter):
     return Run.objects.filter(run_q(f))
-
-
-def agent_q(f: RunFilter) -> Q:
-    """The agent-level filters as a Q over Agent (the analysis keeps only matching agents)."""
-    q = Q()
-    for key, values in f.sets.items():
-        if values:
-            q &= Q(**{f"{AGENT_SETS[key][1]}__in": values})
-    return q
 
 
 def choices() -> dict:

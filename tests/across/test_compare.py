@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from runs.across.compare import structural_diff
-from runs.engine.spec import DEMO_DIR
+from runs.demo import DEMO_DIR
 from runs.models import Run
 from runs.pages.report import build_report
 from tests.pages_helpers import rows
