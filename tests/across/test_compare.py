@@ -144,3 +144,20 @@ def test_structural_diff_matches_lists_by_name_and_scalars_as_sets():
         {"path": "limits.maxTurns", "change": "changed", "a": 3, "b": 4},
         {"path": "provider", "change": "added", "a": None, "b": "p"},
     ]
+
+
+def test_compare_queries_do_not_grow_with_events(viewer_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from runs.ingest import writer as ingest
+    from tests.pages_helpers import synthetic_stream
+
+    def count(n):
+        a, b = Run.objects.create(name=f"a{n}"), Run.objects.create(name=f"b{n}")
+        ingest.append(a, synthetic_stream(n))
+        ingest.append(b, synthetic_stream(n))
+        with CaptureQueriesContext(connection) as ctx:
+            assert viewer_client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk}).status_code == 200
+        return len(ctx.captured_queries)
+    assert count(300) == count(3000)
