@@ -1,14 +1,8 @@
-"""Shared fixtures: users with and without the launch permission, paths to shared fixtures."""
-
-from pathlib import Path
+"""Fixtures every group uses: users with and without the launch permission, and their clients.
+(Paths are `tests.paths`; each group's own helpers are `tests/<group>_helpers.py`.)"""
 
 import pytest
 from django.contrib.auth.models import Permission
-
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-GG_FIXTURES = SHARED / "fixtures" / "gg"
-STREAMS = Path(__file__).resolve().parent / "fixtures" / "streams"
 
 
 @pytest.fixture

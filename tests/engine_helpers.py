@@ -1,31 +1,17 @@
-"""Helpers for the engine tests: validating emitted records against gg's telemetry schema, and
-running a spec on the built-in engine through the real ingest path."""
+"""Helpers for the engine tests: writing a spec (profiles, scripted replies, programs), running it
+on the built-in engine through the real ingest path, validating the emitted records against gg's
+telemetry schema, and reading them back (by type, inside a call's bracket)."""
 
 import json
-from functools import lru_cache
 
-import jsonschema
-from referencing import Registry, Resource
-
-from tests.conftest import GG_FIXTURES
-
-
-@lru_cache(maxsize=1)
-def _validator():
-    resources = []
-    for name in ("telemetry-event", "capability-set", "session-summary", "run-record", "session-record"):
-        schema = json.loads((GG_FIXTURES / f"{name}.schema.json").read_text())
-        resources.append((schema["$id"], Resource.from_contents(schema)))
-    registry = Registry().with_resources(resources)
-    main = json.loads((GG_FIXTURES / "telemetry-event.schema.json").read_text())
-    return jsonschema.Draft202012Validator(main, registry=registry)
+from tests.gg_schema import validator
 
 
 def schema_errors(records):
     """Every record that does not validate: [(index, type, message)]."""
     out = []
     for i, record in enumerate(records):
-        for error in _validator().iter_errors(record):
+        for error in validator().iter_errors(record):
             out.append((i, record.get("type"), error.message[:300]))
     return out
 
@@ -43,3 +29,41 @@ def run_spec(data, tmp_path, *, name="engine-test"):
 
 def of_type(records, type_, agent=None):
     return [r for r in records if r["type"] == type_ and (agent is None or r.get("agentId") == agent)]
+
+
+SUBAGENTS = {"id": "subagents", "enabled": True, "params": {"maxDepth": 2}}
+
+
+def spec(agents, script, **extra):
+    data = {"task": "Do the thing.", "agents": agents, "provider": {"kind": "scripted", "script": script}}
+    data.update(extra)
+    return data
+
+
+def tool_agent(slug, caps=(), **fields):
+    return {"slug": slug, "name": slug.title(), "executionMode": "tool_calling", "capabilities": list(caps), **fields}
+
+
+def call(tool, **args):
+    return {"toolCalls": [{"name": tool, "args": args}]}
+
+
+def code_agent(slug, caps=(), operations=(), **fields):
+    return {"slug": slug, "name": slug.title(), "executionMode": "responses_as_code", "programLanguage": "python",
+            "capabilities": list(caps), "operations": list(operations), **fields}
+
+
+def program(source):
+    return {"program": "import gg\n" + source}
+
+
+def bracket(records, agent, open_type, close_type, operation=None):
+    """The records between `agent`'s open_type and the close_type that answers it (the call named
+    `operation` when given)."""
+    def matches(r, type_):
+        return r["type"] == type_ and r.get("agentId") == agent and (
+            operation is None or r.get("operation", r.get("name")) == operation)
+
+    start = next(i for i, r in enumerate(records) if matches(r, open_type))
+    end = next(i for i, r in enumerate(records) if i > start and matches(r, close_type))
+    return records[start + 1:end], records[end]

@@ -9,12 +9,10 @@ into a referencing.Registry under its own $id, so validation never touches the n
 
 import json
 from functools import lru_cache
-from pathlib import Path
-
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-GG_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "gg"  # = conftest.GG_FIXTURES
+from tests.paths import GG_FIXTURES
 
 ENVELOPE = {"timestamp": "2026-01-01T00:00:00.000000000Z", "sessionId": "run-test", "agentId": "root"}
 

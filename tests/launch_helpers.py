@@ -5,8 +5,6 @@ from html.parser import HTMLParser
 
 from django.db import OperationalError
 
-from runs.models import Run
-
 
 class _FormFields(HTMLParser):
     """The successful controls of `form#launch-form`: [(name, value)] in document order."""

@@ -5,7 +5,7 @@ from html.parser import HTMLParser
 
 from runs.ingest import writer as ingest
 from runs.models import Run
-from tests.conftest import STREAMS
+from tests.paths import STREAMS
 
 
 def load(name: str, fixture: str = "pages_run.ndjson") -> Run:

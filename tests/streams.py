@@ -8,10 +8,19 @@ from pathlib import Path
 from runs.ingest import writer as ingest
 from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
 from runs.ingest.projections import RUN_PROJECTION_FIELDS
+from tests.paths import GG_FIXTURES, STREAMS
 
-TESTS = Path(__file__).resolve().parent
-STREAMS = TESTS / "fixtures" / "streams"
-REAL_MOCK = TESTS.parent.parent / "shared" / "fixtures" / "gg" / "real-mock-session.ndjson"
+REAL_MOCK = GG_FIXTURES / "real-mock-session.ndjson"
+
+# Lines a column cannot hold as written: NUL characters (valid JSON as \u0000) and numbers past a
+# double; and a binary file's bytes. The first four are stored verbatim, the last is rejected.
+HOSTILE_LINES = [
+    b'{"type":"session_started","capabilitySet":{"agents":[{"slug":"p\\u0000q"}]}}',
+    b'{"type":"agent_spawned","agentId":"a\\u0000b","profileId":"p","timestamp":"2026\\u0000"}',
+    b'{"type":"archive_state","agentId":"a\\u0000b","moduleId":"archive-0","entries":[{"seq":1,"preview":"\\u0000ELF"}]}',
+    b'{"type":"usage","tokens":{"output":1e400},"cost":{"comparable":1e308}}',
+    b'\x7fELF\x00\x00\x01 not a record',  # a binary file's bytes piped in: rejected, kept
+]
 
 # Every stream fixture the projection tests fold (authored ones and the real recorded one).
 STREAM_FIXTURES = {

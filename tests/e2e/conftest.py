@@ -1,21 +1,14 @@
-"""End-to-end fixtures: a real Daphne serving the console on its own SQLite file, and Debian's
-Chromium driven by Playwright.
-
-The server runs in a separate process with its own database, exactly as an operator runs it, so
-tests feed it the way operators do: `manage.py` commands against the same database
-(`console_server.manage(...)`) or the HTTP API with `console_server.token`.
+"""End-to-end fixtures: a real Daphne serving the console (`tests.console_server`), and Debian's
+Chromium driven by Playwright, with a page logged in as `operator`.
 """
 
 import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.console_server import ConsoleServer, login
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -27,105 +20,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-PASSWORD = "e2e-pass-123456"
-
-SETUP_USERS = f"""
-from django.contrib.auth.models import Permission, User
-from runs.models import IngestToken
-op = User.objects.create_user("operator", password="{PASSWORD}")
-op.user_permissions.add(Permission.objects.get(codename="add_run", content_type__app_label="runs"))
-User.objects.create_user("viewer", password="{PASSWORD}")
-print(IngestToken.objects.create(user=op, label="e2e").key)
-"""
-
-# A logged-in operator's session (the cookie a browser sends) and a new run: `{name!r}` filled in.
-OPERATOR_SESSION_AND_RUN = """
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.auth.models import User
-from django.contrib.sessions.backends.db import SessionStore
-from runs.models import Run
-user = User.objects.get(username="operator")
-session = SessionStore()
-session[SESSION_KEY] = str(user.pk)
-session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-session.create()
-print(session.session_key, Run.objects.create(name={name!r}).pk)
-"""
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ConsoleServer:
-    """Daphne serving gg_console.asgi on a private var/ directory."""
-
-    def __init__(self, var_dir: Path):
-        self.var_dir = var_dir
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        # DEBUG off, as scripts/serve serves: the pages a browser sees are the product's.
-        self.env = {**os.environ, "GG_CONSOLE_VAR": str(var_dir), "DJANGO_SETTINGS_MODULE": "gg_console.settings",
-                    "DJANGO_DEBUG": "0"}
-        self.env.pop("DATABASE_URL", None)
-        self.env.pop("REDIS_URL", None)
-        self.process = None
-        self.token = None
-
-    def manage(self, *args, input=None, check=True):
-        return subprocess.run(
-            [sys.executable, "manage.py", *map(str, args)],
-            cwd=REPO, env=self.env, input=input, capture_output=True, text=True, check=check, timeout=300,
-        )
-
-    def setup(self):
-        self.manage("migrate", "--noinput")
-        self.token = self.manage("shell", "-c", SETUP_USERS).stdout.strip().splitlines()[-1]
-
-    def operator_session_and_run(self, name):
-        """(session key of a logged-in `operator`, pk of a new run called `name`)."""
-        out = self.manage("shell", "-c", OPERATOR_SESSION_AND_RUN.format(name=name)).stdout
-        session_key, pk = out.splitlines()[-1].split()
-        return session_key, int(pk)
-
-    def feed_socket(self, run_pk, session_key, after=0):
-        """(URL, headers) of run `run_pk`'s feed socket as the operator's browser opens it."""
-        url = self.url.replace("http://", "ws://") + f"/ws/runs/{run_pk}/feed/?after={after}"
-        return url, {"Cookie": f"sessionid={session_key}", "Origin": self.url}
-
-    def start(self):
-        log = open(self.var_dir / "daphne.log", "ab")
-        self.process = subprocess.Popen(
-            [str(Path(sys.executable).with_name("daphne")), "-b", "127.0.0.1", "-p", str(self.port),
-             "gg_console.asgi:application"],
-            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                if self.process.poll() is not None:
-                    raise RuntimeError((self.var_dir / "daphne.log").read_text())
-                time.sleep(0.1)
-        raise RuntimeError("daphne did not start listening within 30 s")
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def restart(self):
-        self.stop()
-        self.start()
 
 
 @pytest.fixture(scope="session")
@@ -149,14 +43,6 @@ def browser():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
-
-
-def login(page, server, username="operator"):
-    page.goto(f"{server.url}/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(lambda url: "/login/" not in url)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from tests.e2e.conftest import login
+from tests.console_server import login
 
 pytestmark = pytest.mark.e2e
 

@@ -3,7 +3,7 @@ var/screenshots/), what each shows, and a live run's page following appended eve
 
 import pytest
 
-from tests.conftest import REPO, STREAMS
+from tests.paths import REPO, STREAMS
 
 pytestmark = pytest.mark.e2e
 

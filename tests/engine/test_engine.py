@@ -3,26 +3,12 @@ through the real ingest path, every emitted record validated against gg's teleme
 
 import pytest
 
-from tests.engine_helpers import of_type, run_spec, schema_errors
+from tests.engine_helpers import call, of_type, run_spec, schema_errors, spec, tool_agent
 
 pytestmark = pytest.mark.django_db
 
 MEM = {"id": "memories", "enabled": True, "implementation": "scratchpad", "params": {"scope": "isolated"}}
 FILES = [{"id": "read-file", "enabled": True}, {"id": "write-file", "enabled": True}]
-
-
-def spec(agents, script, **extra):
-    data = {"task": "Do the thing.", "agents": agents, "provider": {"kind": "scripted", "script": script}}
-    data.update(extra)
-    return data
-
-
-def tool_agent(slug, caps=(), **fields):
-    return {"slug": slug, "name": slug.title(), "executionMode": "tool_calling", "capabilities": list(caps), **fields}
-
-
-def call(tool, **args):
-    return {"toolCalls": [{"name": tool, "args": args}]}
 
 
 def opening_types(records, agent_id):

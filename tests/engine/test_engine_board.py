@@ -9,10 +9,9 @@ import pytest
 from django.urls import reverse
 
 from runs.demo import DEMO_DIR
-from tests.engine_helpers import of_type, run_spec, schema_errors
+from tests.engine_helpers import (SUBAGENTS, bracket, call, code_agent, of_type, program, run_spec, schema_errors, spec,
+                                  tool_agent)
 from tests.pages_helpers import rows
-from tests.engine.test_engine import call, spec, tool_agent
-from tests.engine.test_engine_context import SUBAGENTS, bracket, code_agent, program
 
 pytestmark = pytest.mark.django_db
 

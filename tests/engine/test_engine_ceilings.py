@@ -6,8 +6,7 @@ from runs.engine.loop import Engine
 from runs.engine.validation import validate_spec
 from runs.engine.telemetry import Telemetry
 from runs.models import Run
-from tests.engine_helpers import of_type, run_spec, schema_errors
-from tests.engine.test_engine import call, spec, tool_agent
+from tests.engine_helpers import call, of_type, run_spec, schema_errors, spec, tool_agent
 
 pytestmark = pytest.mark.django_db
 

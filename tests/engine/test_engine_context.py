@@ -10,36 +10,14 @@ import pytest
 from runs.engine.loop import Engine
 from runs.engine.validation import validate_spec
 from runs.engine.telemetry import Telemetry
-from tests.engine_helpers import of_type, run_spec, schema_errors
-from tests.engine.test_engine import call, spec, tool_agent
+from tests.engine_helpers import (SUBAGENTS, bracket, call, code_agent, of_type, program, run_spec, schema_errors, spec,
+                                  tool_agent)
 
 pytestmark = pytest.mark.django_db
 
-SUBAGENTS = {"id": "subagents", "enabled": True, "params": {"maxDepth": 2}}
 ROSTER = [{"agent": "kid", "description": "", "scopes": ["subagent"]}]
 CONTEXT = {"id": "agent-managed-context", "enabled": True}
 FILES = [{"id": "read-file", "enabled": True}, {"id": "list-dir", "enabled": True}]
-
-
-def code_agent(slug, caps=(), operations=(), **fields):
-    return {"slug": slug, "name": slug.title(), "executionMode": "responses_as_code", "programLanguage": "python",
-            "capabilities": list(caps), "operations": list(operations), **fields}
-
-
-def program(source):
-    return {"program": "import gg\n" + source}
-
-
-def bracket(records, agent, open_type, close_type, operation=None):
-    """The records between `agent`'s open_type and the close_type that answers it (the call named
-    `operation` when given)."""
-    def matches(r, type_):
-        return r["type"] == type_ and r.get("agentId") == agent and (
-            operation is None or r.get("operation", r.get("name")) == operation)
-
-    start = next(i for i, r in enumerate(records) if matches(r, open_type))
-    end = next(i for i, r in enumerate(records) if i > start and matches(r, close_type))
-    return records[start + 1:end], records[end]
 
 
 def test_a_tool_calling_wait_blocks_and_returns_the_childrens_summaries(tmp_path):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import GG_FIXTURES
+from tests.paths import GG_FIXTURES
 from tests.engine_helpers import run_spec
 
 STAND_IN = """#!{python}

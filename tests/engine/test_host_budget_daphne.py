@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from runs.engine.sandbox.guest import build_guest
-from tests.e2e.conftest import ConsoleServer
+from tests.console_server import ConsoleServer
 from tests.launch_helpers import form_fields
 
 PROGRAM = """import gg

@@ -7,8 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from runs.engine.providers import ProviderError, Request, ScriptedProvider
-from tests.engine_helpers import of_type, run_spec, schema_errors
-from tests.engine.test_engine import tool_agent
+from tests.engine_helpers import of_type, run_spec, schema_errors, tool_agent
 
 
 class ChatServer:

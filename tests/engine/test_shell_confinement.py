@@ -18,8 +18,7 @@ from runs.engine.tools import confined
 from runs.engine.tools.errors import ToolError
 from runs.engine.tools.workspace import Workspace
 from runs.engine.tools.confined import Limits, run_confined
-from tests.engine.test_engine import call, spec, tool_agent
-from tests.engine_helpers import of_type
+from tests.engine_helpers import call, of_type, spec, tool_agent
 from tests.sandbox_run import context, run
 
 REPO = Path(__file__).resolve().parents[2]

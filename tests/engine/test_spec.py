@@ -51,7 +51,7 @@ def test_the_resolved_capability_set_validates_against_gg_schema():
 
     import jsonschema
 
-    from tests.conftest import GG_FIXTURES
+    from tests.paths import GG_FIXTURES
 
     schema = json.loads((GG_FIXTURES / "capability-set.schema.json").read_text())
     spec, _ = validate_spec(good_spec())

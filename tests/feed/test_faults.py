@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import REPO, ConsoleServer
+from tests.console_server import ConsoleServer
+from tests.paths import REPO
 from tests.feed_helpers import cursor, seqs
 
 websockets = pytest.importorskip("websockets")

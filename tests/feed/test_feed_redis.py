@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import ConsoleServer
+from tests.console_server import ConsoleServer
 from runs.feed.consumer import HEARTBEAT_SECONDS
 from tests.feed_helpers import seqs
 

@@ -132,7 +132,7 @@ def test_unknown_type_is_shown_raw_and_host_twins_are_not_rendered():
 
 
 def test_real_mock_session_renders_its_rows(settings):
-    from tests.conftest import GG_FIXTURES
+    from tests.paths import GG_FIXTURES
 
     run = Run.objects.create(name="mock")
     append_lines(run, (GG_FIXTURES / "real-mock-session.ndjson").read_bytes().splitlines())

@@ -1,7 +1,5 @@
 """POST /api/runs/<run>/events (a process pushing a live stream) and GET ?after= (a cursor)."""
 
-import json
-
 import pytest
 from django.test import Client
 from django.urls import reverse

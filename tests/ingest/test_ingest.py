@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from runs.feed import doorbell
 from runs.ingest import writer as ingest
 from runs.models import Agent, Event, RejectedLine, Run
-from tests.streams import REAL_MOCK, STREAMS, import_stream
+from tests.streams import HOSTILE_LINES, REAL_MOCK, STREAMS, import_stream
 
 pytestmark = pytest.mark.django_db
 
@@ -449,15 +449,6 @@ def test_numbers_past_a_doubles_range_are_stored_verbatim_and_never_reach_a_proj
     before = projection_dump(run)
     services.rebuild_projections(run)
     assert projection_dump(run) == before
-
-
-HOSTILE_LINES = [
-    b'{"type":"session_started","capabilitySet":{"agents":[{"slug":"p\\u0000q"}]}}',
-    b'{"type":"agent_spawned","agentId":"a\\u0000b","profileId":"p","timestamp":"2026\\u0000"}',
-    b'{"type":"archive_state","agentId":"a\\u0000b","moduleId":"archive-0","entries":[{"seq":1,"preview":"\\u0000ELF"}]}',
-    b'{"type":"usage","tokens":{"output":1e400},"cost":{"comparable":1e308}}',
-    b'\x7fELF\x00\x00\x01 not a record',  # a binary file's bytes piped in: rejected, kept
-]
 
 
 def test_nul_characters_never_reach_a_column_and_the_line_is_stored_verbatim():

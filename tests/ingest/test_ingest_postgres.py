@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.streams import STREAM_FIXTURES
+from tests.streams import HOSTILE_LINES, STREAM_FIXTURES
 
 pytestmark = pytest.mark.scale
 
@@ -99,8 +99,6 @@ def test_concurrent_appends_to_one_run_keep_seq_gapless(pg_env):
 
 def test_nul_characters_and_numbers_past_a_double_on_postgresql(pg_env, tmp_path):
     # PostgreSQL's text and jsonb columns refuse NUL; a double refuses 1e400: the chunk used to fail
-    from tests.ingest.test_ingest import HOSTILE_LINES
-
     stream = tmp_path / "hostile.ndjson"
     stream.write_bytes(b"\n".join(HOSTILE_LINES) + b"\n")
     out = manage(pg_env, "ingest", str(stream), "--run", "hostile").stdout.decode()

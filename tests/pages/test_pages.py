@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from runs.ingest import writer as ingest
 from runs.models import Run
-from tests.conftest import GG_FIXTURES, STREAMS
+from tests.paths import GG_FIXTURES, STREAMS
 from tests.pages_helpers import load, rows
 
 pytestmark = pytest.mark.django_db

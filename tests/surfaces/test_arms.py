@@ -7,7 +7,7 @@ import pytest
 from surfaces.arms import ARMS, LANGUAGES, spell, spelling_for, surface_apis
 from surfaces.catalogue import BY_ID, MODULES, OPERATIONS
 from surfaces.grants import Grants
-from tests.conftest import SHARED
+from tests.paths import SHARED
 
 SPEC = (SHARED / "spec" / "operations.md").read_text()
 

@@ -7,7 +7,7 @@ import pytest
 from surfaces import catalogue, docviews
 from surfaces.catalogue import BY_ID, CAPABILITIES, ENDINGS, MODULES, OPERATIONS, TOOLS
 from surfaces.grants import Grants
-from tests.conftest import SHARED
+from tests.paths import SHARED
 
 SPEC = (SHARED / "spec" / "operations.md").read_text()
 

@@ -8,7 +8,7 @@ import pytest
 from django.template import Context, Template, TemplateSyntaxError
 
 from surfaces.glossary import GLOSSARY, TERMS
-from tests.conftest import REPO, SHARED
+from tests.paths import REPO, SHARED
 
 TERM_TAG = re.compile(r"""\{%\s*term\s+["']([^"']+)["']\s*%\}""")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from surfaces.catalogue import BY_ID, FAMILIES, OPERATIONS
-from tests.conftest import REPO
+from tests.paths import REPO
 
 COMPONENTIZE = Path(sys.executable).parent / "componentize-py"
 RAISES_API_ERROR = "Raises: `componentize_py_types.Err(wit_world.imports.types.ApiError)`"
