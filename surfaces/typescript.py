@@ -262,9 +262,9 @@ class _Renderer:
         method = RECEIVERS[op_id][1]
         doc = f"/** Alias of {arm('typescript').spell(op_id)}(this.{'name' if params[0][0] == 'name' else 'id'}" \
               f"{', ' + ', '.join(_camel(p) for p, _ in params[1:]) if params[1:] else ''}). */"
-        members = "".join(f"\n    readonly {f};" for f in fields)
-        return (f"class {label} {{\n    private constructor();{members}\n    {doc}\n"
-                f"    {method}({rest}): {self.type(ok, module)};\n  }}")
+        members = "".join(f"\n  readonly {f};" for f in fields)
+        return (f"class {label} {{\n  private constructor();{members}\n  {doc}\n"
+                f"  {method}({rest}): {self.type(ok, module)};\n}}")
 
     def param(self, name, wit, here, optional=False):
         outer, inner = _inner(wit)
@@ -284,15 +284,24 @@ class _Renderer:
 
 
 def signature(op_id):
-    """The function's declaration line as the TypeScript SDK declares it (no `export`, no doc)."""
-    renderer = _Renderer()
+    """How the documentation shows a function: `gg.files.readFile(path: string, …): FileRead`."""
     _, interface, _, params, ok = _operations_by_id()[op_id]
-    return renderer.function(op_id, interface, params, ok)
+    line = _Renderer().function(op_id, interface, params, ok)
+    return arm("typescript").module_path(interface) + "." + line.removeprefix("function ").removesuffix(";")
 
 
 def type_declaration(name):
     """A WIT type's declaration in the TypeScript SDK (`interface TextRead { … }`)."""
     return _Renderer().declaration(name)
+
+
+API_ERROR = ("class ApiError extends Error {\n"
+             "  /** The key of the operation the program called (`read_file`). */\n"
+             "  readonly operation: string;\n"
+             f"  readonly code: {' | '.join(json.dumps(c) for c in ERROR_CODES)};\n"
+             "  readonly message: string;\n"
+             "  /** All three fields, so an error put in a view arrives whole. */\n"
+             "  toJSON(): { operation: string; code: string; message: string };\n}")
 
 
 @lru_cache(maxsize=1)
@@ -311,17 +320,9 @@ def declarations():
         for name in wit[interface]["types"]:
             if name == "api-error":
                 continue
-            out.append("    export " + renderer.declaration(name).replace("\n", "\n  "))
+            out.append("    export " + renderer.declaration(name).replace("\n", "\n    "))
         if module.id == "core":
-            codes = " | ".join(json.dumps(c) for c in ERROR_CODES)
-            out.append("    /** The failure every failed call raises. */\n"
-                       "    export class ApiError extends Error {\n"
-                       "      /** The key of the operation the program called (`read_file`). */\n"
-                       "      readonly operation: string;\n"
-                       f"      readonly code: {codes};\n"
-                       "      readonly message: string;\n"
-                       "      /** All three fields, so an error put in a view arrives whole. */\n"
-                       "      toJSON(): { operation: string; code: string; message: string };\n    }")
+            out.append("    /** The failure every failed call raises. */\n    export " + API_ERROR.replace("\n", "\n    "))
         for fn, function in wit[interface]["funcs"].items():
             op_id = f"{interface}.{fn.replace('-', '_')}"
             if op_id in BY_ID:

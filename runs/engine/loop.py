@@ -33,6 +33,7 @@ from runs.engine.agents import Agent, Handle, SessionOver, message
 from runs.engine.delegation import Delegator
 from runs.engine.holdings import StoreRegistry, open_holdings
 from runs.engine.providers import SUBMIT_PROGRAM, ProviderError, Request, make_provider
+from runs.engine.sandbox.model_text import code_prompt
 from runs.engine.spec import MODULE_KINDS
 from runs.engine.summary import close_session
 from runs.engine.tools.workspace import Workspace
@@ -87,18 +88,22 @@ class Engine(Delegator):
         self.next_agent += 1
         return agent_id
 
-    def _system_prompt(self, profile, role):
+    def _system_prompt(self, agent):
+        profile, role = agent.profile, agent.role
         what = "Answer every turn with one program, submitted with submit_program." \
             if profile.mode == "responses_as_code" else "Work by calling tools."
         ending = {"standard": "End the session by calling finish with a summary.",
                   "review": "End with approve, or request_changes listing the changes."}.get(role, "")
-        return f"You are {profile.name} ({profile.slug}), an agent run by gg. {what} {ending}".strip()
+        prompt = f"You are {profile.name} ({profile.slug}), an agent run by gg. {what} {ending}".strip()
+        if profile.mode == "responses_as_code":
+            prompt += "\n\n" + code_prompt(profile.language, agent.grants())
+        return prompt
 
     def open(self, agent, opening_messages, holdings, from_state=None):
         """Emit an incarnation's opening events and make it runnable."""
         agent.holdings = holdings
         history = holdings["history"].impl
-        history.messages[:] = [message("system", self._system_prompt(agent.profile, agent.role), "system")] + [
+        history.messages[:] = [message("system", self._system_prompt(agent), "system")] + [
             m for m in history.messages if m["role"] != "system"] + opening_messages
         thread.stamp(history.messages, 0)
         agent.emit("agent_spawned", profileId=agent.profile.slug, modelId=agent.profile.model_id, depth=agent.depth,

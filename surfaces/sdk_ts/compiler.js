@@ -63,7 +63,23 @@ function compile({ file, source, libKeys }) {
   const out = {};
   program.emit(sourceFile, (name, text) => { out[name.endsWith(".map") ? "map" : "js"] = text; });
   const js = out.js.replace(/\n\/\/# sourceMappingURL=.*\s*$/, "\n");
-  return { ok: true, js, map: decode(JSON.parse(out.map).mappings) };
+  const answer = { ok: true, js, map: decode(JSON.parse(out.map).mappings) };
+  if (file.startsWith("lib/")) answer.exports = exported(program, sourceFile);
+  return answer;
+}
+
+// A module's exported functions, under the names they were exported as: its documentation entries.
+function exported(program, sourceFile) {
+  const checker = program.getTypeChecker();
+  const module = checker.getSymbolAtLocation(sourceFile);
+  const found = [];
+  for (const symbol of module ? checker.getExportsOfModule(module) : []) {
+    const signatures = checker.getTypeOfSymbolAtLocation(symbol, sourceFile).getCallSignatures();
+    if (!signatures.length) continue;
+    found.push({ name: symbol.getName(), signature: checker.signatureToString(signatures[0]),
+      doc: ts.displayPartsToString(symbol.getDocumentationComment(checker)) });
+  }
+  return found;
 }
 
 // Source map "mappings" (base64 VLQ) -> per generated line, [genCol, srcLine, srcCol] segments.

@@ -104,3 +104,28 @@ def test_code_root_demo_reads_views_is_refused_delegates_tidies_and_finishes(tmp
     compaction = of_type(records, "compaction")[0]
     assert compaction["strategy"] == "self-summarization" and compaction["retained"]["memories"] == 1
     assert of_type(records, "session_summary")[0]["summary"]["compactions"] == 1
+
+
+def test_arms_demo_compares_a_typescript_root_a_python_subagent_and_a_tool_caller(tmp_path):
+    run, records = run_spec(demo("arms"), tmp_path)
+    assert schema_errors(records) == []
+    assert run.status == "completed", [r for r in records if r["type"] in ("log", "code_execution")][-5:]
+    surfaces = {r["agentId"]: r for r in of_type(records, "agent_surface")}
+    assert list(surfaces) == ["root", "agent-0", "agent-1"]
+    root, python, reader = surfaces["root"], surfaces["agent-0"], surfaces["agent-1"]
+    assert (root["programLanguage"], root["docViewTypes"]) == ("typescript", "return+errors")
+    assert (python["programLanguage"], python["docViewTypes"]) == ("python", "return+parameters+errors")
+    assert reader["executionMode"] == "tool_calling" and not reader.get("apis") and "read_file" in reader["tools"]
+    files = next(api for api in root["apis"] if api["module"] == "files")
+    assert files["path"] == "gg.files" and {"name": "readFile", "operation": "files.read_file"} in files["functions"]
+    py_files = next(api for api in python["apis"] if api["module"] == "files")
+    assert {"name": "read_file", "operation": "files.read_file"} in py_files["functions"]
+    # Both code agents looked the SDK up in their own arm's spelling and read the same file.
+    views = {agent: [r.get("label") for r in of_type(records, "context_message", agent)] for agent in surfaces}
+    assert "gg.files.readFile" in views["root"] and "gg.files.read_file" in views["agent-0"]
+    executions = {r["agentId"]: r for r in of_type(records, "code_execution")}
+    assert executions["root"]["ok"] and executions["agent-0"]["ok"]
+    assert [r["operation"] for r in of_type(records, "api_call", "agent-0")][:3] == [
+        "docs.search", "views.open_docs_view", "files.read_file"]
+    assert of_type(records, "agent_returned", "agent-0")[0]["summary"] == "4 vendors; Globex has the most orders (340)."
+    assert of_type(records, "agent_returned", "agent-1")[0]["summary"] == "4 vendors; Globex has the most orders (340)."

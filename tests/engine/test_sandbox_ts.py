@@ -103,7 +103,7 @@ def test_a_compiler_that_crashed_on_a_program_is_a_notice_and_the_next_program_c
 
 
 def test_the_compiler_stays_warm_across_programs(tmp_path):
-    compiler = ts_compiler.get_compiler(typescript.declarations_path(tmp_path.parent / "unused-var"))
+    compiler = ts_compiler.get_compiler(typescript.declarations_path(tmp_path))
     try:
         for i in range(3):
             assert compiler.compile("program.ts", f"const a{i}: number = {i};")["ok"]
@@ -306,6 +306,45 @@ def test_lib_modules_load_under_typescript_keys_deduplicated(tmp_path):
     assert used.outcome.views[0].body == "32"
     missing = run(ctx, 'import * as other from "lib:other";\nother.x();')
     assert missing.outcome.error_type == "transpile_syntax" and "'lib:other'" in missing.outcome.error
+
+
+def test_loaded_code_opens_a_documentation_view_per_exported_function(tmp_path):
+    ctx = ts(tmp_path, capabilities=["memories"])
+    result = run(ctx, """
+        import * as gg from "gg";
+        gg.memories.writeMemory({ name: "csv-tools", description: "csv", body: "b", code: [
+          "/** Count the columns of one CSV line. */",
+          "export function cols(line: string): number { return line.split(',').length; }",
+          "const hidden = 1;",
+          "export { hidden as shown };",
+          "export type Row = string[];",
+        ].join("\\n") });
+    """)
+    assert result.outcome.ok, result.outcome.error
+    (view,) = result.outcome.views
+    assert view.heading == "Documentation: lib.csvTools.cols"
+    assert view.body.splitlines()[0] == "lib.csvTools.cols(line: string): number"
+    assert 'import * as csvTools from "lib:csvTools";' in view.body and "Count the columns" in view.body
+    assert "hidden" not in view.body  # the module's source is never shown
+
+
+def test_documentation_views_speak_typescript(tmp_path):
+    result = run(ts(tmp_path, capabilities=["read-file"], doc_view_types="return+errors"), """
+        import * as gg from "gg";
+        const page = gg.docs.search({ query: "file" });
+        const keys = page.hits.map((hit) => hit.key);
+        if (!keys.includes("gg.files.readFile") || keys.includes("gg.files.writeFile")) throw new Error(keys.join());
+        gg.views.openDocsView("gg.files.readFile");
+    """)
+    assert result.outcome.ok, result.outcome.error
+    assert [v.heading for v in result.outcome.views] == [
+        "View: search results", "Documentation: gg.files.readFile", "Documentation: gg.files.FileRead",
+        "Documentation: gg.core.ApiError"]
+    function, file_read, api_error = (v.body for v in result.outcome.views[1:])
+    assert function.startswith("gg.files.readFile(path: string, options?: { offset?: number; limit?: number }): FileRead")
+    assert 'import * as gg from "gg";' in function
+    assert file_read == 'type FileRead = ({ kind: "text" } & TextRead) | ({ kind: "image" } & ImageRead);'
+    assert api_error.startswith("class ApiError extends Error {") and "toJSON()" in api_error
 
 
 def test_a_module_that_fails_is_a_notice_naming_its_key_never_its_source(tmp_path):

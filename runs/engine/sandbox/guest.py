@@ -30,6 +30,7 @@ from wasmtime import Config, Engine, Store, WasiConfig
 from wasmtime.component import Component, FuncType, Linker, Record
 
 from runs.engine.sandbox import typescript
+from runs.engine.sandbox.var import sandbox_dir
 from runs.engine.sandbox.wit_values import add_host_func, lift
 from surfaces.wit import WIT_PATH
 
@@ -42,13 +43,6 @@ TICK_SECS = 0.01  # the epoch ticker's period: the deadline's resolution
 
 class SandboxError(Exception):
     """The sandbox itself could not be built or operated (a gg defect, not the program's)."""
-
-
-def var_dir():
-    try:
-        return Path(settings.VAR_DIR)
-    except Exception:  # used outside Django too (bench/sandbox)
-        return REPO / "var"
 
 
 def _python_inputs():
@@ -101,7 +95,7 @@ ENGINE = _engine()
 
 
 def artifact_path(language="python"):
-    return var_dir() / "sandbox" / f"guest-{language}-{cache_key(language)}.cwasm"
+    return sandbox_dir() / f"guest-{language}-{cache_key(language)}.cwasm"
 
 
 def build_guest(language="python", force=False, log=None):

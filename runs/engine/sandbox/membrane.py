@@ -22,7 +22,7 @@ from surfaces.catalogue import BY_ID, ENDINGS
 from surfaces.grants import Grants
 from runs.engine.sandbox import model_text as messages
 from runs.engine.sandbox.handlers import HANDLERS
-from runs.engine.sandbox.typescript import lib_key
+from runs.engine.sandbox.typescript import lib_entries as typescript_lib_entries, lib_key
 from runs.engine.tools import docs
 from runs.engine.tools.errors import ToolError
 from runs.engine.tools.workspace import Workspace
@@ -331,10 +331,15 @@ class Membrane:
             raise ToolError("unavailable", "this run cannot start another agent")
         return self.ctx.mint_agent_id()
 
+    def lib_docs(self, key, name, source):
+        if self.ctx.language == "typescript":
+            return typescript_lib_entries(key, name, source, self.ctx.lib.modules)
+        return docs.lib_entries(key, name, source)
+
     def lib_entries(self):
         """The documentation entries of the code this agent loaded."""
         return [entry for key, module in self.ctx.lib.modules.items()
-                for entry in docs.lib_entries(key, module["name"], module["source"])]
+                for entry in self.lib_docs(key, module["name"], module["source"])]
 
     def load_code(self, name, source):
         """Load a code skill or code memory into lib and open a documentation view per function it
@@ -342,7 +347,7 @@ class Membrane:
         if not (source and source.strip()):
             return
         key = self.ctx.lib.load(name, source, self.ctx.language)
-        for entry in docs.lib_entries(key, name, source):
+        for entry in self.lib_docs(key, name, source):
             if self.ctx.window.find("docs", entry.key) is None:
                 self.place(docs_view(entry.key, entry.body))
 

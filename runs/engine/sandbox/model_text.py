@@ -4,6 +4,9 @@ Error bodies carry the error and nothing else; gg only ever removes from them (t
 trace to the program's own frames). Notices are facts about the session, pushed before the error.
 """
 
+from surfaces.arms import arm
+from surfaces.catalogue import MODULES_BY_ID
+
 HEADINGS = ("Compiler error", "Runtime error", "Notice")
 
 OUTPUT_CALLS = {"python": "print", "typescript": "console.log"}  # what a program writes logs with, per arm
@@ -36,6 +39,20 @@ RERUN_LOG = {
              "replacement was not run.",
     "ceiling": "the turn reached its ceiling of {n} programs; the last `programs.rerun` was not run.",
 }
+
+
+def code_prompt(language, grants):
+    """The system prompt's part for a code agent: its module list, in its arm's spelling (a module is
+    named where this agent binds a function in it), and the standing rules, stated once."""
+    the_arm = arm(language)
+    modules = [m for m in grants.modules()] + [MODULES_BY_ID["core"]]
+    lines = [f"Your programs are {the_arm.label}; they reach gg through `{the_arm.import_line()}`. gg's modules:"]
+    lines += [f"- {the_arm.module_path(m.id)}: {m.brief}" for m in modules]
+    lines += ["", "A program that throws does not end the session, and whatever it did before the throw stands. "
+              "An ending call declared before a throw is revoked. A view is the only way out of a program: "
+              f"nothing `{OUTPUT_CALLS.get(language, 'print')}` writes is readable by you, and a program that ran "
+              "is not told so."]
+    return "\n".join(lines)
 
 
 def render(heading, body):

@@ -30,22 +30,22 @@ class _AsWritten:
         return raw
 
 
-def _prepare(ctx, source, var):
+def _prepare(ctx, source):
     if ctx.language == "typescript":
-        return typescript.prepare(var, source, ctx.lib)
+        return typescript.prepare(source, ctx.lib)
     return _AsWritten(source, ctx.lib)
 
 
 def run_program(ctx, source, sandbox=None):
     # Imported here, not at the top: the guest loads wasmtime, which a tool-calling run never needs.
-    from runs.engine.sandbox.guest import SandboxError, Trap, get_sandbox, var_dir
+    from runs.engine.sandbox.guest import SandboxError, Trap, get_sandbox
 
     outcome = ProgramOutcome(ok=False)
     membrane = Membrane(ctx, outcome)
     started = time.monotonic()
     try:
         sandbox = sandbox or get_sandbox(ctx.language)
-        prepared = _prepare(ctx, source, var_dir())
+        prepared = _prepare(ctx, source)
         # The wall-clock budget is the program's: building the guest or compiling is not spent from it.
         started = time.monotonic()
         membrane.deadline = started + ctx.timeout_secs

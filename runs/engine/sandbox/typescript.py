@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from runs.engine.sandbox.compiler import get_compiler
+from runs.engine.sandbox.compiler import ToolchainError, get_compiler
+from runs.engine.sandbox.var import sandbox_dir
+from runs.engine.tools.docs import Entry
 from surfaces import typescript
 from surfaces.wit import WIT_PATH
 
@@ -60,10 +62,10 @@ def componentize(wasm, workdir):
 
 
 # -- the toolchain step ----------------------------------------------------------------------------
-def declarations_path(var):
+def declarations_path(directory=None):
     """gg.d.ts under var/sandbox/, named by its content so a changed WIT gets a fresh worker."""
     text = typescript.declarations()
-    path = Path(var) / "sandbox" / f"gg-{hashlib.sha256(text.encode()).hexdigest()[:16]}.d.ts"
+    path = Path(directory or sandbox_dir()) / f"gg-{hashlib.sha256(text.encode()).hexdigest()[:16]}.d.ts"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".partial") as tmp:
@@ -131,9 +133,9 @@ def _compiled_module(compiler, key, source, lib_keys):
     return compiler.compile(f"lib/{key}.ts", source, lib_keys)
 
 
-def prepare(var, source, lib):
+def prepare(source, lib):
     """Type-check and strip `source` and the loaded code; raises CompileError or ToolchainError."""
-    compiler = get_compiler(declarations_path(var))
+    compiler = get_compiler(declarations_path())
     keys = tuple(lib.modules)
     answer = compiler.compile("program.ts", source, keys)
     if not answer["ok"]:
@@ -147,3 +149,22 @@ def prepare(var, source, lib):
         else:  # fails when imported, as a module error naming its key (its source never shown)
             modules.append((key, f"throw new SyntaxError({json.dumps(compiled['diagnostics'])});"))
     return Prepared(answer["js"], modules, maps)
+
+
+def lib_entries(key, name, source, lib_keys=()):
+    """The documentation entries of loaded code: one per function it exports, under the name it was
+    exported as. None when it does not compile (its import then fails as a module error)."""
+    try:
+        compiled = _compiled_module(get_compiler(declarations_path()), key, source, tuple(lib_keys))
+    except ToolchainError:
+        return []
+    if not compiled["ok"]:
+        return []
+    found = []
+    for export in compiled["exports"]:
+        entry_key = f"lib.{key}.{export['name']}"
+        body = "\n".join([f"{entry_key}{export['signature']}", "",
+                          f'reached through: import * as {key} from "lib:{key}";', f"loaded from: {name}"] +
+                         (["", export["doc"]] if export["doc"] else []))
+        found.append(Entry(entry_key, "function", "lib", export["name"], export["doc"].split("\n", 1)[0], body))
+    return found

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from surfaces.arms import arm
+from surfaces import typescript
 from surfaces.catalogue import BY_ID, MODULES
 from surfaces.wit import interfaces
 from runs.engine.tools.errors import ToolError
@@ -74,6 +75,11 @@ def entries(language="python"):
             continue
         for name, (kind, doc, members) in spec["types"].items():
             key = type_keys[name]
+            if language == "typescript":  # the declaration as gg.d.ts writes it
+                if name != "api-error":
+                    found[key] = Entry(key, "type", module, pascal(name), doc or f"The {pascal(name)} {kind}.",
+                                       ("/** " + doc + " */\n" if doc else "") + typescript.type_declaration(name))
+                continue
             lines = [f"{kind} {pascal(name)}" + (f" — {doc}" if doc else "")]
             for member, member_doc in members:
                 if ":" in member:
@@ -88,7 +94,7 @@ def entries(language="python"):
                              "class ApiError(Exception)\n    operation: str  # the key of the operation called\n"
                              "    code: str  # the failure class: invalid-argument, not-found, conflict, refused, "
                              "unavailable, limit-exceeded, io-error, other\n    message: str\n"
-                             "    to_json() -> dict  # all three fields")
+                             "    to_json() -> dict  # all three fields" if language != "typescript" else typescript.API_ERROR)
     for module in MODULES:
         path = the_arm.module_path(module.id)
         found[path] = Entry(path, "module", module.id, module.id, module.brief,
@@ -107,7 +113,8 @@ def entries(language="python"):
             returns = "None" if ok_type in ("_", "") else _py_type(ok_type, type_keys)
             summary = doc.split(" — ", 1)[1] if " — " in doc else doc
             summary = "" if summary == op_id else summary
-            body = "\n".join([f"{key}({', '.join(rendered)}) -> {returns}", "",
+            line = typescript.signature(op_id) if language == "typescript" else f"{key}({', '.join(rendered)}) -> {returns}"
+            body = "\n".join([line, "",
                               f"operation: {op_id}", f"reached through: {the_arm.import_line(interface)}",
                               "raises: " + api_error] + ([f"", summary] if summary else []))
             found[key] = Entry(key, "function", interface, key.rsplit(the_arm.sep, 1)[1], summary or f"{op_id}.",
