@@ -37,7 +37,7 @@ class PostParser:
         self.sources.setdefault("agents", "agents")
         self.sources.setdefault("limits", "limits")
         self.configuration = {key: self.text(f"configuration.{key}", f"configuration.{key}")
-                              for key in ("name", "description")}
+                              for key in ("name", "description", "loaded", "replace")}
         return spec
 
     # Each reader records the input behind the spec path it fills.

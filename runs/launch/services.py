@@ -72,6 +72,17 @@ def configuration_save(*, form: LaunchForm, name, description="", user=None):
     )
 
 
+def configuration_overwrite(configuration, user):
+    """The saved configuration a save under this name would replace and that the operator has not
+    agreed to replace, or None. Saving over the one they loaded, their own, needs no asking."""
+    existing = SavedConfiguration.objects.filter(name=configuration.get("name", "").strip()).first()
+    if existing is None or configuration.get("replace") == str(existing.pk):
+        return None
+    if configuration.get("loaded") == str(existing.pk) and existing.created_by_id == getattr(user, "pk", None):
+        return None
+    return existing
+
+
 def configuration_delete(configuration):
     configuration.delete()
 

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST, require_http
 from runs.demo import demo_names, demo_spec
 from runs.launch import services
 from runs.launch.forms import WORKSPACE_FIELD, LaunchForm, dom_id
+from runs.launch.rerun import rerun_spec
 from runs.models import Run, SavedConfiguration
 
 PERMISSION = "runs.add_run"
@@ -37,12 +38,16 @@ def launch_new(request):
     form = LaunchForm.from_post(request.POST)
     action = request.POST.get("action", "launch")
     if action == "save":
-        saved = services.configuration_save(form=form, user=request.user, **form.configuration)
+        existing = services.configuration_overwrite(form.configuration, request.user)
+        if existing is not None:  # replacing another configuration asks first, on the form itself
+            return _render_form(request, form, status=409, action=action, overwrite=existing)
+        saved = services.configuration_save(form=form, user=request.user, name=form.configuration["name"],
+                                            description=form.configuration["description"])
         if saved is not None:
             configuration, created = saved
             messages.success(request, f"Configuration {configuration.name!r} {'saved' if created else 'updated'}.")
             return redirect("runs:configurations")
-        return _render_form(request, form, status=400)
+        return _render_form(request, form, status=400, action=action)
     if action != "launch":  # add / remove a profile, fill an allowlist: the form comes back redrawn
         form.apply(action)
         return _render_form(request, form, partial=request.htmx)
@@ -68,8 +73,12 @@ def launch_validate(request):
 @launch_permission_required
 def run_rerun(request, pk):
     run = get_object_or_404(Run, pk=pk)
-    spec = dict(run.launch_spec or run.capability_set or {})
-    spec.pop("name", None)  # run names are unique: the re-run gets its own
+    spec, found = rerun_spec(run)
+    if not found:
+        messages.warning(request, f"{run.name}'s stream carried no capability set (session_started."
+                                  "capabilitySet), so its configuration is not known. The form starts from the "
+                                  "closest point its agents tell of: one profile per profile they ran under, in "
+                                  "the mode they reported, on the starter script.")
     return _render_form(request, LaunchForm.from_spec(spec), rerun_of=run)
 
 
@@ -77,13 +86,18 @@ def run_rerun(request, pk):
 @launch_permission_required
 def run_cancel(request, pk):
     run = get_object_or_404(Run, pk=pk)
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = reverse("runs:feed", args=[pk])
+    if request.POST.get("confirm") != "yes":
+        return _confirm(request, f"Cancel {run.name}?", [
+            "The run stops at its next turn boundary. Everything it recorded so far is kept, and it can be "
+            "re-run with edits afterwards."], reverse("runs:cancel", args=[pk]), "Cancel the run",
+            target, "Keep it running", hidden=[("next", target)])
     if services.run_cancel(run):
         messages.info(request, f"Cancel requested: {run.name} stops at its next turn boundary.")
     else:
         messages.info(request, f"{run.name} has already ended ({run.status}).")
-    target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
-        target = reverse("runs:feed", args=[pk])
     return redirect(target)
 
 
@@ -97,6 +111,13 @@ def configurations(request):
 @launch_permission_required
 def configuration_delete(request, pk):
     configuration = get_object_or_404(SavedConfiguration, pk=pk)
+    if request.POST.get("confirm") != "yes":
+        return _confirm(request, f"Delete the configuration {configuration.name!r}?", [
+            f"Saved by {configuration.created_by or 'nobody recorded'}, last changed "
+            f"{configuration.updated_at:%Y-%m-%d %H:%M} UTC. Runs launched from it keep their own copy; "
+            "the configuration itself cannot be brought back."],
+            reverse("runs:configuration_delete", args=[pk]), "Delete it", reverse("runs:configurations"),
+            "Keep it")
     services.configuration_delete(configuration)
     messages.success(request, f"Configuration {configuration.name!r} deleted.")
     return redirect("runs:configurations")
@@ -105,14 +126,24 @@ def configuration_delete(request, pk):
 def _initial_form(request):
     if pk := request.GET.get("configuration"):
         configuration = get_object_or_404(SavedConfiguration, pk=pk)
-        return LaunchForm.from_spec(configuration.spec)
+        form = LaunchForm.from_spec(configuration.spec)
+        form.configuration = {"name": configuration.name, "description": configuration.description,
+                              "loaded": str(configuration.pk)}
+        return form
     if (name := request.GET.get("demo")) and (spec := demo_spec(name)) is not None:
         spec.pop("name", None)  # run names are unique: each launch gets its own
         return LaunchForm.from_spec(spec)
     return LaunchForm.blank()
 
 
-def _render_form(request, form, *, status=200, partial=False, rerun_of=None):
+def _render_form(request, form, *, status=200, partial=False, rerun_of=None, action="", overwrite=None):
     template = "runs/launch/_form.html" if partial else "runs/launch/new.html"
-    return render(request, template, {"form": form, "view": form.view(), "rerun_of": rerun_of,
-                                      "demos": demo_names()}, status=status)
+    return render(request, template, {"form": form, "view": form.view(), "rerun_of": rerun_of, "action": action,
+                                      "overwrite": overwrite, "demos": demo_names()}, status=status)
+
+
+def _confirm(request, title, lines, action, confirm_label, back, back_label, hidden=()):
+    """The step a destructive action takes first: what it does, and a button that does it."""
+    return render(request, "runs/launch/confirm.html", {
+        "title": title, "lines": lines, "action": action, "confirm_label": confirm_label, "back": back,
+        "back_label": back_label, "hidden": hidden})

@@ -153,3 +153,60 @@ def test_an_error_with_no_input_is_still_named_in_words():
     form = LaunchForm.blank()
     form.add_error("nowhere.at.all", "odd")
     assert form.errors[0]["label"] == "The run as a whole"
+
+
+@pytest.mark.django_db
+def test_overwriting_a_configuration_of_another_owner_asks(operator_client, django_user_model):
+    from runs.models import SavedConfiguration
+
+    other = django_user_model.objects.create_user("someone-else")
+    theirs = SavedConfiguration.objects.create(name="shared", spec={"agents": []}, created_by=other)
+    fields = {**blank_fields(operator_client), "task": ["t"], "action": ["save"], "configuration.name": ["shared"]}
+    asked = operator_client.post(NEW, fields)
+    html = asked.content.decode()
+    assert asked.status_code == 409 and 'id="overwrite-confirm"' in html and "someone-else" in html
+    theirs.refresh_from_db()
+    assert theirs.spec == {"agents": []}  # nothing replaced yet
+    operator_client.post(NEW, {**fields, "configuration.replace": [str(theirs.pk)]})
+    theirs.refresh_from_db()
+    assert theirs.spec["agents"][0]["slug"] == "root"
+
+
+@pytest.mark.django_db
+def test_saving_your_loaded_configuration_again_does_not_ask(operator_client, operator):
+    from runs.models import SavedConfiguration
+
+    mine = SavedConfiguration.objects.create(name="mine", spec={"task": "t", "agents": [
+        {"slug": "root", "executionMode": "tool_calling", "capabilities": []}],
+        "provider": {"kind": "scripted", "demo": "review"}}, created_by=operator)
+    loaded = form_fields(operator_client.get(NEW + f"?configuration={mine.pk}").content)
+    assert loaded["configuration.name"] == ["mine"] and loaded["configuration.loaded"] == [str(mine.pk)]
+    saved = operator_client.post(NEW, {**loaded, "task": ["changed"], "action": ["save"]})
+    assert saved.status_code == 302
+    mine.refresh_from_db()
+    assert mine.spec["task"] == "changed"
+
+
+@pytest.mark.django_db
+def test_saving_without_a_name_says_nothing_was_saved(operator_client):
+    response = operator_client.post(NEW, {**blank_fields(operator_client), "task": ["t"], "action": ["save"]})
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "nothing was saved" in html and "nothing was launched" not in html
+    assert "Save as a configuration → Configuration name" in html and "a configuration needs a name" in html
+
+
+@pytest.mark.django_db
+def test_rerun_of_a_run_with_no_capability_set_says_so_and_starts_close(operator_client):
+    from runs.ingest import writer as ingest
+
+    run = Run.objects.create(name="bare")
+    ingest.append(run, [{"type": "agent_spawned", "agentId": "root", "profileId": "lead", "depth": 0},
+                        {"type": "agent_surface", "agentId": "root", "executionMode": "responses_as_code",
+                         "programLanguage": "python", "apis": [], "tools": []}])
+    response = operator_client.get(reverse("runs:rerun", args=[run.pk]))
+    html = response.content.decode()
+    assert "carried no capability set" in html
+    fields = form_fields(html)
+    assert fields["agents.0.slug"] == ["lead"] and fields["agents.0.executionMode"] == ["responses_as_code"]
+    assert fields["provider.kind"] == ["starter"]

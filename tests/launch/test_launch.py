@@ -210,7 +210,11 @@ def test_cancel_button_of_a_queued_run_cancels_it_on_the_spot(operator_client):
     run = Run.objects.create(name="q", source=Run.Source.ENGINE, status=Run.Status.QUEUED)
     feed = reverse("runs:feed", args=[run.pk])
     assert b'id="cancel-run"' in operator_client.get(feed).content
-    response = operator_client.post(reverse("runs:cancel", args=[run.pk]), {"next": feed})
+    asked = operator_client.post(reverse("runs:cancel", args=[run.pk]), {"next": feed})
+    assert asked.status_code == 200 and b'id="confirm-yes"' in asked.content  # Cancel asks first
+    run.refresh_from_db()
+    assert run.status == Run.Status.QUEUED
+    response = operator_client.post(reverse("runs:cancel", args=[run.pk]), {"next": feed, "confirm": "yes"})
     assert response.status_code == 302 and response["Location"] == feed
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELED and run.cancel_requested
@@ -218,7 +222,8 @@ def test_cancel_button_of_a_queued_run_cancels_it_on_the_spot(operator_client):
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELED and run.last_seq == 0
     assert not services.run_cancel(run)  # ended: nothing to cancel
-    off_site = operator_client.post(reverse("runs:cancel", args=[run.pk]), {"next": "https://evil.example/"})
+    off_site = operator_client.post(reverse("runs:cancel", args=[run.pk]),
+                                    {"next": "https://evil.example/", "confirm": "yes"})
     assert off_site["Location"] == feed
 
 
@@ -323,16 +328,24 @@ def test_saved_configurations_save_list_load_delete(operator_client):
     loaded = form_fields(operator_client.get(reverse("runs:new") + f"?configuration={saved.pk}").content)
     assert loaded["agents.0.name"] == ["Writer"] and loaded["agents.1.slug"] == ["reviewer"]
 
-    # Saving under the same name replaces it; a nameless or invalid save is refused inline.
+    # Saving under a name another configuration holds asks first; agreeing replaces it. A nameless
+    # or invalid save is refused inline.
     fields["agents.0.name"] = ["Author"]
-    operator_client.post(reverse("runs:new"), fields)
+    asked = operator_client.post(reverse("runs:new"), fields)
+    assert asked.status_code == 409 and b'id="overwrite-confirm"' in asked.content
+    assert SavedConfiguration.objects.get().spec["agents"][0]["name"] == "Writer"
+    operator_client.post(reverse("runs:new"), {**fields, "configuration.replace": [str(saved.pk)]})
     assert SavedConfiguration.objects.get().spec["agents"][0]["name"] == "Author"
     fields.update({"configuration.name": [""], "agents.1.slug": ["author"]})
     refused = operator_client.post(reverse("runs:new"), fields)
     assert refused.status_code == 400
     assert b"a configuration needs a name" in refused.content and b"duplicate slug" in refused.content
 
-    assert operator_client.post(reverse("runs:configuration_delete", args=[saved.pk])).status_code == 302
+    asked = operator_client.post(reverse("runs:configuration_delete", args=[saved.pk]))
+    assert asked.status_code == 200 and b'id="confirm-yes"' in asked.content  # Delete asks first
+    assert SavedConfiguration.objects.exists()
+    deleted = operator_client.post(reverse("runs:configuration_delete", args=[saved.pk]), {"confirm": "yes"})
+    assert deleted.status_code == 302
     assert not SavedConfiguration.objects.exists()
 
 
