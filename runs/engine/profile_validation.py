@@ -20,7 +20,8 @@ def is_number(value):
 def validate_profile(raw, path, slugs, provider, engine, errors):
     capabilities = _validate_capabilities(raw.get("capabilities", []), f"{path}.capabilities", slugs, errors)
     caps_path = {cap_id: index for index, cap_id in enumerate(
-        c.get("id") if isinstance(c, dict) else None for c in raw.get("capabilities") or [])}
+        c.get("id") if isinstance(c, dict) and isinstance(c.get("id"), str) else None
+        for c in as_list(raw.get("capabilities")))}
     rac = capabilities.get("responses-as-code")
     fsm = capabilities.get("fsm")
     mode = raw.get("executionMode")
@@ -54,8 +55,9 @@ def validate_profile(raw, path, slugs, provider, engine, errors):
                        f"the built-in engine runs {', '.join(ENGINE_LANGUAGES)} programs; {language} needs gg")
         flags = raw["docViewTypes"] if "docViewTypes" in raw else written.get("docViewTypes")
         if isinstance(flags, list):  # a list of flag names
-            flags = "+".join(f for f in docviews.FLAGS if f in flags) if set(flags) <= set(docviews.FLAGS) \
-                else "+".join(map(str, flags))
+            names = [str(f) for f in flags]
+            flags = "+".join(f for f in docviews.FLAGS if f in names) if set(names) <= set(docviews.FLAGS) \
+                else "+".join(names)
         try:
             doc_view_types = docviews.format(docviews.resolve(flags))
         except ValueError as exc:
@@ -92,8 +94,12 @@ def validate_profile(raw, path, slugs, provider, engine, errors):
                    roster=roster, states=states, raw=raw)
 
 
+def as_list(value):
+    return value if isinstance(value, list) else []
+
+
 def _written_params(raw, cap_id):
-    for cap in raw.get("capabilities") or []:
+    for cap in as_list(raw.get("capabilities")):
         if isinstance(cap, dict) and cap.get("id") == cap_id:
             return cap.get("params")
     return None
@@ -112,7 +118,7 @@ def _validate_capabilities(caps, path, slugs, errors):
         for key in sorted(set(cap) - {"id", "enabled", "implementation", "params"}):
             errors.add(f"{cpath}.{key}", f"unknown capability field {key!r}")
         cap_id = cap.get("id")
-        info = CAPABILITIES.get(cap_id)
+        info = CAPABILITIES.get(cap_id) if isinstance(cap_id, str) else None
         if info is None:
             errors.add(f"{cpath}.id", f"unknown capability {cap_id!r}")
             continue
@@ -186,7 +192,9 @@ def _validate_allowlist(raw, key, path, errors):
         return None
     for i, name in enumerate(names):
         npath = f"{path}.{key}[{i}]"
-        if key == "tools":
+        if not isinstance(name, str):
+            errors.add(npath, f"each entry of {key} is a name (a string)")
+        elif key == "tools":
             if name in TOOLS_BY_NAME:
                 continue
             if name in BY_ID:

@@ -111,8 +111,32 @@ class ScriptedProvider:
                      finish_reason="tool_calls" if tool_calls else "stop", provider=self.name, cost=cost)
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A provider answers where it was asked: a redirect is an error, never followed elsewhere."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+ERROR_DETAIL_CHARS = 160  # what of an HTTP error body reaches the stream
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+
+def _detail(exc):
+    """The start of an error body, on one line: enough to tell an operator why, not a page of it."""
+    try:
+        raw = exc.read(ERROR_DETAIL_CHARS * 4)
+    except OSError:
+        raw = b""
+    text = " ".join(raw.decode(errors="replace").split())
+    return text[:ERROR_DETAIL_CHARS] + ("…" if len(text) > ERROR_DETAIL_CHARS else "")
+
+
 class OpenAIProvider:
-    """Chat completions over HTTP (standard library only): base URL, model, key from a named env var."""
+    """Chat completions over HTTP (standard library only): base URL, model, key from a named env var.
+    The spec's validation (runs.engine.provider_policy) has checked both against the operator's
+    allowlists; redirects are not followed and error bodies are cut before they reach the stream."""
 
     name = "openai"
 
@@ -138,10 +162,16 @@ class OpenAIProvider:
             headers["Authorization"] = f"Bearer {key}"
         http_request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers)
         try:
-            with urllib.request.urlopen(http_request, timeout=self.timeout) as response:
-                payload = json.loads(response.read())
+            with _OPENER.open(http_request, timeout=self.timeout) as response:
+                raw = response.read(MAX_RESPONSE_BYTES + 1)
+            if len(raw) > MAX_RESPONSE_BYTES:
+                raise ProviderError("model_parse", f"the response is over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB")
+            payload = json.loads(raw)
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace")[:300]
+            detail = _detail(exc)
+            if 300 <= exc.code < 400:
+                raise ProviderError("model_rejected", f"HTTP {exc.code}: the provider redirected; redirects are "
+                                                      "not followed") from None
             if exc.code in (401, 403):
                 raise ProviderError("model_auth", f"HTTP {exc.code}: {detail}", status="auth_error") from None
             raise ProviderError("model_rejected", f"HTTP {exc.code}: {detail}") from None

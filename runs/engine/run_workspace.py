@@ -61,15 +61,9 @@ def _members(archive):
     for info in infos:
         name = info.filename
         path = PurePosixPath(name.replace("\\", "/"))
-        if path.is_absolute() or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        if name.startswith("\\") or (len(name) > 1 and name[1] == ":"):
             raise WorkspaceError(f"{name!r}: absolute paths are refused")
-        if ".." in path.parts:
-            raise WorkspaceError(f"{name!r}: paths with '..' are refused")
-        if not path.parts:
-            raise WorkspaceError(f"{name!r}: the member names no file")
-        if len(name) > MAX_PATH_CHARS or any(len(p.encode()) > MAX_NAME_BYTES for p in path.parts):
-            raise WorkspaceError(f"{name[:60]!r}…: a name over {MAX_NAME_BYTES} bytes (or a path over "
-                                 f"{MAX_PATH_CHARS} characters) is refused")
+        _check_name(name, path)
         _claim(claimed, path.parts, info.is_dir(), name)
         # Unix zips keep the file type in the high bits of external_attr; 0 means "not recorded".
         file_type = stat.S_IFMT(info.external_attr >> 16)
@@ -80,6 +74,34 @@ def _members(archive):
         if declared > MAX_TOTAL_BYTES:
             raise WorkspaceError(f"the zip unpacks to more than {MAX_TOTAL_BYTES // (1024 * 1024)} MiB")
     return infos
+
+
+def _check_name(name, path):
+    if path.is_absolute():
+        raise WorkspaceError(f"{name!r}: absolute paths are refused")
+    if ".." in path.parts:
+        raise WorkspaceError(f"{name!r}: paths with '..' are refused")
+    if not path.parts:
+        raise WorkspaceError(f"{name!r}: the member names no file")
+    if "\0" in name:
+        raise WorkspaceError(f"{name!r}: a name with a NUL character is refused")
+    if len(name) > MAX_PATH_CHARS or any(len(p.encode(errors="replace")) > MAX_NAME_BYTES for p in path.parts):
+        raise WorkspaceError(f"{name[:60]!r}…: a name over {MAX_NAME_BYTES} bytes (or a path over "
+                             f"{MAX_PATH_CHARS} characters) is refused")
+
+
+def seed_refusal(name, claimed):
+    """Why a launch spec's seed file `name` cannot be written — the zip members' rules — or None.
+    `claimed` is shared by the spec's seed files (one dict per spec)."""
+    try:
+        if name.endswith("/"):
+            raise WorkspaceError(f"{name!r}: names a directory; a seed is a file")
+        path = PurePosixPath(name)
+        _check_name(name, path)
+        _claim(claimed, path.parts, False, name)
+    except WorkspaceError as exc:
+        return str(exc)
+    return None
 
 
 def _claim(claimed, parts, is_dir, name):

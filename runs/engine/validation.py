@@ -9,8 +9,10 @@ profile in `runs.engine.profile_validation`.
 import os
 from pathlib import Path
 
-from runs.demo import DEMO_DIR
-from runs.engine.profile_validation import is_int, is_number, validate_profile
+from runs.demo import demo_names
+from runs.engine.provider_policy import base_url_refusal, key_env_refusal, reply_errors
+from runs.engine.run_workspace import seed_refusal
+from runs.engine.profile_validation import as_list, is_int, is_number, validate_profile
 from runs.engine.spec import (DEFAULT_MAX_PARALLEL, ENV_NAME, LIMIT_FIELDS, PROFILE_FIELDS, SLUG, TOP_LEVEL, Limits,
                               RunSpec)
 
@@ -59,7 +61,7 @@ def _validate_provider(provider, errors):
         if has_script == has_demo:
             errors.add("provider", "a scripted provider names exactly one of script or demo")
         elif has_demo and not (isinstance(provider["demo"], str) and SLUG.match(provider["demo"])
-                               and (DEMO_DIR / f"{provider['demo']}.script.json").is_file()):
+                               and provider["demo"] in demo_names()):
             errors.add("provider.demo", f"no shipped demo script {provider['demo']!r}")
         elif has_script and not isinstance(provider["script"], dict):
             errors.add("provider.script", "a script maps a profile slug (or agent id) to its list of replies")
@@ -67,6 +69,10 @@ def _validate_provider(provider, errors):
             for key, replies in provider["script"].items():
                 if not isinstance(replies, list):
                     errors.add(f"provider.script.{key}", "a script entry is a list of replies")
+                    continue
+                for i, reply in enumerate(replies):
+                    for field_, message in reply_errors(reply):
+                        errors.add(f"provider.script.{key}[{i}]" + (f".{field_}" if field_ else ""), message)
     elif kind == "openai":
         for key in ("baseUrl", "model"):
             if not isinstance(provider.get(key), str) or not provider.get(key):
@@ -74,9 +80,11 @@ def _validate_provider(provider, errors):
         env = provider.get("apiKeyEnv")
         if env is not None and not (isinstance(env, str) and ENV_NAME.match(env)):
             errors.add("provider.apiKeyEnv", "apiKeyEnv names an environment variable")
+        elif env is not None and (refusal := key_env_refusal(env)):
+            errors.add("provider.apiKeyEnv", refusal)
         base = provider.get("baseUrl")
-        if isinstance(base, str) and base and not base.startswith(("http://", "https://")):
-            errors.add("provider.baseUrl", "baseUrl is an http(s) URL")
+        if isinstance(base, str) and base and (refusal := base_url_refusal(base)):
+            errors.add("provider.baseUrl", refusal)
     else:
         errors.add("provider.kind", "provider kind is 'scripted' or 'openai'")
     return provider
@@ -129,10 +137,13 @@ def _validate_workspace(workspace, errors):
     if not isinstance(files, dict):
         errors.add("workspace.files", "files maps a relative path to its contents")
         return {"files": {}}
+    claimed = {}
     for path, contents in files.items():
         parts = Path(path).parts
         if not path or Path(path).is_absolute() or ".." in parts:
             errors.add(f"workspace.files.{path}", "a workspace path is relative and stays inside the workspace")
+        elif refusal := seed_refusal(path, claimed):
+            errors.add(f"workspace.files.{path}", refusal)
         if not isinstance(contents, str):
             errors.add(f"workspace.files.{path}", "file contents are a string")
     return {"files": dict(files)}
@@ -157,7 +168,8 @@ def _validate_profiles(agents, provider, engine, errors):
             errors.add(f"{path}.slug", "a slug is lowercase letters and digits in hyphen-joined groups")
         elif slug in seen:
             errors.add(f"{path}.slug", f"duplicate slug {slug!r}")
-        seen.add(slug)
+        else:
+            seen.add(slug)
         profile = validate_profile(raw, path, slugs, provider, engine, errors)
         if profile is not None:
             profiles.append(profile)
@@ -165,9 +177,9 @@ def _validate_profiles(agents, provider, engine, errors):
     for i, raw in enumerate(agents):
         if not isinstance(raw, dict):
             continue
-        for j, entry in enumerate(raw.get("subagents") or []):
+        for j, entry in enumerate(as_list(raw.get("subagents"))):
             target = isinstance(entry, dict) and (entry.get("agent") or entry.get("agentId"))
-            if target in machines:
+            if isinstance(target, str) and target in machines:
                 errors.add(f"agents[{i}].subagents[{j}].agent", f"{target!r} is a machine shell, not a worker")
     for p in profiles:
         for s_index, state in enumerate(p.states):
@@ -180,7 +192,7 @@ def _validate_profiles(agents, provider, engine, errors):
 def _states_path(agents, slug):
     for i, raw in enumerate(agents):
         if isinstance(raw, dict) and raw.get("slug") == slug:
-            for c, cap in enumerate(raw.get("capabilities") or []):
+            for c, cap in enumerate(as_list(raw.get("capabilities"))):
                 if isinstance(cap, dict) and cap.get("id") == "fsm":
                     return f"agents[{i}].capabilities[{c}].params.states"
     return "agents"

@@ -29,6 +29,7 @@ from runs.launch.fields import (CHECKLIST, EXTRA_HELP, FORM_PROFILE_FIELDS, FORM
                                 WORKSPACE_FIELD, allowlist_of, capabilities_by_id, convert_allowlist, default_profile,
                                 derived_allowlist, doc_view_flags, dom_id, mode_of)
 from runs.launch.post import PostParser
+from runs.launch.prefill import readable
 from runs.launch.starter import is_starter, starter_script
 
 
@@ -81,7 +82,7 @@ class LaunchForm:
     @classmethod
     def from_spec(cls, spec):
         """Pre-fill from any stored spec; gg-shaped sets (a run's capability_set) are read as-is."""
-        spec = dict(spec or {})
+        spec = readable(spec)
         spec.setdefault("agents", [default_profile("root", "Root")])
         spec.setdefault("task", "")
         spec.setdefault("limits", {})

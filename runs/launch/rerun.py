@@ -5,6 +5,7 @@ import re
 
 from runs.engine.spec import ENGINE_LANGUAGES
 from runs.launch.fields import default_profile
+from runs.launch.prefill import readable
 from runs.launch.starter import starter_script
 from runs.models import Run
 
@@ -14,7 +15,7 @@ SLUG = re.compile(r"[^a-z0-9-]+")
 def rerun_spec(run: Run):
     """(spec, found): the run's own configuration and True, or one profile per profile its agents
     ran under (their mode and language as recorded, root first) and False."""
-    spec = dict(run.launch_spec or run.capability_set or {})
+    spec = readable(run.launch_spec or run.capability_set)  # any stored shape: what the form can read
     spec.pop("name", None)  # run names are unique: the re-run gets its own
     if spec:
         return spec, True

@@ -65,12 +65,13 @@ def server():
 
 
 @pytest.mark.django_db
-def test_openai_provider_drives_a_tool_calling_run(server, tmp_path, monkeypatch):
-    monkeypatch.setenv("TEST_LLM_KEY", "sekrit")
+def test_openai_provider_drives_a_tool_calling_run(server, tmp_path, monkeypatch, settings):
+    settings.GG_PROVIDER_HOSTS = ("127.0.0.1",)
+    monkeypatch.setenv("GG_PROVIDER_KEY_TEST", "sekrit")
     chat = server([completion("Listing.", [("list_dir", {})]),
                    completion(None, [("finish", {"summary": "listed"})])])
     data = {"task": "List the workspace.", "agents": [tool_agent("coder", [{"id": "list-dir", "enabled": True}])],
-            "provider": {"kind": "openai", "baseUrl": chat.url, "model": "local/test", "apiKeyEnv": "TEST_LLM_KEY"}}
+            "provider": {"kind": "openai", "baseUrl": chat.url, "model": "local/test", "apiKeyEnv": "GG_PROVIDER_KEY_TEST"}}
     run, records = run_spec(data, tmp_path)
     assert run.status == "completed" and schema_errors(records) == []
     first = chat.requests[0]
