@@ -28,7 +28,38 @@ RAC_PARAMS = ("timeoutSecs", "maxMemoryBytes")  # the responses-as-code params t
 LIMITS = (("maxTurns", "Max turns (per agent)", int), ("maxRuntimeSecs", "Max runtime (s)", int),
           ("maxConsecutiveErrors", "Max consecutive errors", int),
           ("maxErrorRate", "Max error rate (0–1)", float), ("errorRateWindow", "Error-rate window (turns)", int),
-          ("maxParallel", "Max parallel agents", int))
+          ("maxParallel", "Max parallel agents", int), ("maxCost", "Max cost (USD)", float))
+# What an empty limit (or a 0 param) means, said beside its input.
+LIMIT_HELP = {
+    "maxTurns": "empty: no cap on any agent's turns",
+    "maxRuntimeSecs": "empty: no wall-clock cap on the run",
+    "maxConsecutiveErrors": "empty: not armed; a run of this many error turns in a row stops it",
+    "maxErrorRate": "empty: not armed; set together with the window",
+    "errorRateWindow": "empty: not armed; the turns the error rate is measured over",
+    "maxParallel": "empty: 4 agents at once",
+    "maxCost": "empty: no cost cap; the run ends once its cost reaches this many US dollars",
+}
+PARAM_HELP = {
+    ("shell", "maxLines"): "lines of output kept per call",
+    ("shell", "maxChars"): "characters of output kept per call",
+    ("read-file", "lineCap"): "lines a read returns at most, unless it asks for fewer",
+    ("context-window-override", "windowLimit"): "tokens; empty: the model's own window",
+    ("memories", "maxCount"): "0: unlimited",
+    ("memories", "maxLenPerMemory"): "characters; 0: unlimited",
+    ("memories", "maxTotalLen"): "characters across the store; 0: unlimited",
+    ("memories", "maxLenIndex"): "characters of the prompt's index; 0: unlimited",
+    ("memories", "maxLenDescription"): "characters; 0: unlimited",
+    ("memories", "maxResults"): "hits a search returns; 0: unlimited",
+    ("tasks", "maxTasks"): "tasks the list holds at most",
+    ("compaction", "summaryHeadroom"): "the share of the window kept free for the summary (0–1)",
+    ("project-management", "mergeAgent"): "a profile slug; empty: no merge agent",
+    ("project-management", "maxEpics"): "epics the board holds at most",
+    ("project-management", "maxIssues"): "issues the board holds at most",
+    ("project-management", "maxRetries"): "attempts an issue gets after the first",
+    ("subagents", "maxDepth"): "levels of delegation below this agent; empty: gg's cap",
+    ("responses-as-code", "timeoutSecs"): "seconds one program may run",
+    ("responses-as-code", "maxMemoryBytes"): "bytes of memory one program may use",
+}
 PROVIDER_KINDS = (("starter", "Starter script: each agent finishes at once (no model needed)"),
                   ("demo", "Shipped scripted demo"), ("script", "Pasted script (JSON)"),
                   ("openai", "OpenAI-compatible endpoint"))
@@ -119,3 +150,27 @@ def doc_view_flags(value):
         return sorted(docviews.resolve(value), key=docviews.FLAGS.index)
     except ValueError:
         return []
+
+
+def switch_mode(profile, index):
+    """After the operator switched a profile's mode: its allowlist, typed in the old mode's vocabulary,
+    rewritten in the new one's (or cleared, for a machine). Returns the notes saying what changed."""
+    head = f"Profile {index + 1} ({profile.get('slug') or 'no slug'})"
+    key, names = allowlist_of(profile)
+    if mode_of(profile) == MACHINE:
+        profile.pop("tools", None)
+        profile.pop("operations", None)
+        return [f"{head}: a machine takes no allowlist; it was cleared."] if names else []
+    if not names:
+        return []
+    converted, dropped = convert_allowlist(names, mode_of(profile))
+    if converted == names:
+        return []
+    profile.pop("tools", None)
+    profile.pop("operations", None)
+    profile[key] = converted
+    vocabulary = "operation ids" if key == "operations" else "tool names"
+    note = f"{head}: the allowlist was rewritten as {vocabulary} ({len(converted)})"
+    if dropped:
+        note += f"; left out, with no counterpart: {', '.join(dropped)}"
+    return [note + "."]

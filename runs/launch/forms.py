@@ -24,10 +24,11 @@ from surfaces.catalogue import CAPABILITIES
 from runs.demo import demo_names
 from runs.engine.spec import ENGINE_LANGUAGES, MODULE_KINDS, ROSTER_SCOPES
 from runs.engine.validation import validate_spec
-from runs.launch.fields import (CHECKLIST, EXTRA_HELP, FORM_PROFILE_FIELDS, FORM_TOP_LEVEL, LIMITS, MACHINE,
-                                MODE_CHOICES, PARAM_CHOICES, PROVIDER_KINDS, RAC_PARAMS, REQUIRED_PARAM_TYPES,
-                                WORKSPACE_FIELD, allowlist_of, capabilities_by_id, convert_allowlist, default_profile,
-                                derived_allowlist, doc_view_flags, dom_id, mode_of)
+from runs.launch.fields import (CHECKLIST, EXTRA_HELP, FORM_PROFILE_FIELDS, FORM_TOP_LEVEL, LIMIT_HELP, LIMITS,
+                                MODE_CHOICES, PARAM_CHOICES, PARAM_HELP, PROVIDER_KINDS, RAC_PARAMS,
+                                REQUIRED_PARAM_TYPES, WORKSPACE_FIELD, allowlist_of, capabilities_by_id,
+                                default_profile, derived_allowlist, doc_view_flags, dom_id, mode_of, switch_mode)
+from runs.launch.labels import field_labels
 from runs.launch.post import PostParser
 from runs.launch.prefill import readable
 from runs.launch.starter import is_starter, starter_script
@@ -179,7 +180,8 @@ class LaunchForm:
             "task": self._field("task", "Task (the root agent's prompt)", "textarea", self.spec.get("task", "")),
             "profiles": [self._profile_view(i, a, slugs) for i, a in enumerate(agents)],
             "limits": [self._field(f"limits.{key}", label, "number", _limit_value(self.spec, key),
-                                   step="any" if kind is float else "1") for key, label, kind in LIMITS],
+                                   step="any" if kind is float else "1", help=LIMIT_HELP.get(key, ""))
+                       for key, label, kind in LIMITS],
             "provider": self._provider_view(),
             "workspace": self._field(WORKSPACE_FIELD, "Workspace (zip, optional)", "file",
                                      help="unpacked into the run's workspace; empty when none is given"),
@@ -191,7 +193,7 @@ class LaunchForm:
                                  help=EXTRA_HELP.format("engine, hooks, modelSlots, ...")),
             "limits_extra": self._field("limits.extra", "Other limits (JSON)", "textarea",
                                         _json_text(_extra(self.spec.get("limits") or {}, [k for k, *_ in LIMITS])),
-                                        help=EXTRA_HELP.format("maxCost, maxModelRetries, ...")),
+                                        help=EXTRA_HELP.format("maxModelRetries, modelCallTimeoutSecs, ...")),
             "agents_slot": self._field("agents", kind="slot"),
             "limits_slot": self._field("limits", kind="slot"),
             "configuration": [
@@ -253,7 +255,7 @@ class LaunchForm:
         for param in RAC_PARAMS:
             default = CAPABILITIES["responses-as-code"].params[param]
             fields[param] = self._field(f"{p}.cap.responses-as-code.params.{param}", param, "number",
-                                        rac.get(param, default))
+                                        rac.get(param, default), help=PARAM_HELP[("responses-as-code", param)])
         capabilities = []
         for info in CHECKLIST:
             written = caps.get(info.id)
@@ -290,16 +292,17 @@ class LaunchForm:
     def _param_field(self, name, cap_id, param, default, value):
         choices = PARAM_CHOICES.get((cap_id, param))
         kind_of = type(default) if default is not None else REQUIRED_PARAM_TYPES.get(param, str)
+        hint = PARAM_HELP.get((cap_id, param), "")
         if choices:
-            return self._field(name, param, "select", value, choices=tuple((x, x) for x in choices))
+            return self._field(name, param, "select", value, choices=tuple((x, x) for x in choices), help=hint)
         if kind_of is bool:
-            return self._field(name, param, "checkbox", bool(value))
+            return self._field(name, param, "checkbox", bool(value), help=hint)
         if kind_of in (int, float):
             return self._field(name, param, "number", "" if value is None else value,
-                               step="any" if kind_of is float else "1")
+                               step="any" if kind_of is float else "1", help=hint)
         if param == "states":
             return self._field(name, param, "slot")  # the machine's states have their own rows
-        return self._field(name, param, "text", "" if value is None else value)
+        return self._field(name, param, "text", "" if value is None else value, help=hint)
 
     def _roster_row(self, prefix, entry):
         return {
@@ -363,54 +366,3 @@ def _json_text(value):
 def _limit_value(spec, key):
     value = (spec.get("limits") or {}).get(key)
     return "" if value is None else value
-
-
-def field_labels(view):
-    """Every input's label in context, keyed by its name: "Task", "Limits → Max turns (per agent)",
-    "Profile 2 (reviewer) → memories → scope", "Profile 1 (root) → Roster, row 1 → Agent (slug)"."""
-    labels = {view[k].name: view[k].label for k in ("name", "task", "workspace", "workspace_files", "extra")}
-    labels.update({view["agents_slot"].name: "Profiles", view["limits_slot"].name: "Limits",
-                   view["limits_extra"].name: "Limits → " + view["limits_extra"].label})
-    labels.update({f.name: "Limits → " + f.label for f in view["limits"]})
-    labels.update({f.name: "Provider → " + f.label for f in [view["provider"]["kind"], *view["provider"]["fields"]]})
-    labels.update({f.name: "Save as a configuration → " + f.label for f in view["configuration"]})
-    for p in view["profiles"]:
-        slug = p["fields"]["slug"].value or "no slug"
-        head = f"Profile {p['index'] + 1} ({slug})"
-        labels[p["slot"].name] = head
-        for f in [*p["fields"].values(), p["allowlist"], p["extra"]]:
-            labels[f.name] = f"{head} → {f.label}"
-        for cap in p["capabilities"]:
-            labels[cap["on"].name] = f"{head} → Capabilities → {cap['info'].id}"
-            labels.update({f.name: f"{head} → {cap['info'].id} → {f.label}" for f in cap["params"]})
-        for j, row in enumerate(p["roster"]):
-            labels.update({f.name: f"{head} → Roster, row {j + 1} → {f.label}" for f in row.values()})
-        for k, state in enumerate(p["states"]):
-            labels.update({f.name: f"{head} → State {k + 1} → {f.label}" for f in state["fields"].values()})
-            for t, edge in enumerate(state["edges"]):
-                labels.update({f.name: f"{head} → State {k + 1}, edge {t + 1} → {f.label}" for f in edge.values()})
-    return labels
-
-
-def switch_mode(profile, index):
-    """After the operator switched a profile's mode: its allowlist, typed in the old mode's vocabulary,
-    rewritten in the new one's (or cleared, for a machine). Returns the notes saying what changed."""
-    head = f"Profile {index + 1} ({profile.get('slug') or 'no slug'})"
-    key, names = allowlist_of(profile)
-    if mode_of(profile) == MACHINE:
-        profile.pop("tools", None)
-        profile.pop("operations", None)
-        return [f"{head}: a machine takes no allowlist; it was cleared."] if names else []
-    if not names:
-        return []
-    converted, dropped = convert_allowlist(names, mode_of(profile))
-    if converted == names:
-        return []
-    profile.pop("tools", None)
-    profile.pop("operations", None)
-    profile[key] = converted
-    vocabulary = "operation ids" if key == "operations" else "tool names"
-    note = f"{head}: the allowlist was rewritten as {vocabulary} ({len(converted)})"
-    if dropped:
-        note += f"; left out, with no counterpart: {', '.join(dropped)}"
-    return [note + "."]

@@ -15,6 +15,7 @@ from runs.demo import demo_names, demo_spec
 from runs.launch import services
 from runs.launch.forms import WORKSPACE_FIELD, LaunchForm, dom_id
 from runs.launch.rerun import rerun_spec
+from runs.launch.starter import dry_run
 from runs.models import Run, SavedConfiguration
 
 PERMISSION = "runs.add_run"
@@ -48,6 +49,8 @@ def launch_new(request):
             messages.success(request, f"Configuration {configuration.name!r} {'saved' if created else 'updated'}.")
             return redirect("runs:configurations")
         return _render_form(request, form, status=400, action=action)
+    if action == "dry-run":  # read the script against the profiles; nothing is launched
+        return _render_form(request, form, partial=request.htmx, dry=dry_run(form.spec) or {"none": True})
     if action != "launch":  # add / remove a profile, fill an allowlist: the form comes back redrawn
         form.apply(action)
         return _render_form(request, form, partial=request.htmx)
@@ -136,10 +139,11 @@ def _initial_form(request):
     return LaunchForm.blank()
 
 
-def _render_form(request, form, *, status=200, partial=False, rerun_of=None, action="", overwrite=None):
+def _render_form(request, form, *, status=200, partial=False, rerun_of=None, action="", overwrite=None,
+                 dry=None):
     template = "runs/launch/_form.html" if partial else "runs/launch/new.html"
     return render(request, template, {"form": form, "view": form.view(), "rerun_of": rerun_of, "action": action,
-                                      "overwrite": overwrite, "demos": demo_names()}, status=status)
+                                      "overwrite": overwrite, "dry": dry, "demos": demo_names()}, status=status)
 
 
 def _confirm(request, title, lines, action, confirm_label, back, back_label, hidden=()):

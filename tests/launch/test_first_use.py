@@ -210,3 +210,37 @@ def test_rerun_of_a_run_with_no_capability_set_says_so_and_starts_close(operator
     fields = form_fields(html)
     assert fields["agents.0.slug"] == ["lead"] and fields["agents.0.executionMode"] == ["responses_as_code"]
     assert fields["provider.kind"] == ["starter"]
+
+
+@pytest.mark.django_db
+def test_a_dry_run_reads_the_script_against_the_profiles_and_launches_nothing(operator_client):
+    fields = blank_fields(operator_client)
+    fields.update({"task": ["t"], "provider.kind": ["demo"], "provider.demo": ["review"], "action": ["dry-run"]})
+    html = operator_client.post(NEW, fields).content.decode()
+    assert "Dry run: nothing was launched" in html and not Run.objects.exists()
+    # the blank root's slug is `root`; the review demo scripts `author` and `reviewer`
+    assert "no replies: its first turn fails (model_retry_exhausted)" in html
+    assert "<code>author</code>" in html and "<code>reviewer</code>" in html  # unused entries named
+
+
+def test_the_dry_run_finds_where_a_script_runs_out():
+    spec = {"agents": [{"slug": "lead", "executionMode": "tool_calling"},
+                       {"slug": "helper", "executionMode": "tool_calling"}],
+            "provider": {"kind": "scripted", "script": {
+                "lead": [{"toolCalls": [{"name": "spawn_subagent", "args": {"agent": "helper", "prompt": "p"}}]},
+                         {"toolCalls": [{"name": "wait_for_subagents", "args": {}}]}],
+                "helper": [{"toolCalls": [{"name": "finish", "args": {"summary": "done"}}]}]}}}
+    result = dry_run(spec)
+    lead, helper = result["profiles"]
+    assert lead["runs_out"] and "runs out after reply 2" in lead["verdict"]
+    assert lead["replies"][0]["calls"] == ["spawn_subagent → helper"]
+    assert not helper["runs_out"] and helper["replies"][0]["ends"]
+    assert dry_run({"agents": [], "provider": {"kind": "openai"}}) is None
+
+
+@pytest.mark.django_db
+def test_every_limit_and_parameter_says_what_empty_or_zero_means(operator_client):
+    html = operator_client.get(NEW).content.decode()
+    assert 'name="limits.maxCost"' in html and "no cost cap" in html
+    assert "empty: no cap on any agent&#x27;s turns" in html
+    assert html.count("0: unlimited") >= 5  # the memories caps
