@@ -105,3 +105,11 @@ def test_a_launch_spec_with_a_list_for_a_name_is_refused_not_crashed(tmp_path):
     assert start_run(run, workspace=tmp_path / "ws") == "error"
     messages = [e.raw for e in run.events.filter(type="log")]
     assert any("agents[0].slug" in m for m in messages) and any("provider.demo" in m for m in messages)
+
+
+@pytest.mark.django_db
+def test_the_shell_is_off_in_a_new_launch_form(operator_client):
+    from tests.launch_helpers import form_fields
+
+    fields = form_fields(operator_client.get(reverse("runs:new")).content)
+    assert "agents.0.cap.read-file" in fields and "agents.0.cap.shell" not in fields
