@@ -54,3 +54,19 @@ def test_the_analysis_page_draws_its_charts(page, console_server, corpus):
     assert page.locator("figure.chart svg rect.bar").count() > 0
     shot(page, "analysis")
     assert page.errors == [], page.errors
+
+
+def test_delete_asks_first_and_keeping_deletes_nothing(page, console_server, corpus):
+    console_server.manage("shell", "-c", "from django.contrib.auth.models import Permission, User; "
+                          "User.objects.get(username='operator').user_permissions.add("
+                          "Permission.objects.get(codename='delete_run', content_type__app_label='runs'))")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{console_server.url}/?q=across-mock")
+    page.locator("#run-table tbody input[type=checkbox]").first.check()
+    page.click("button[value=delete]")
+    assert page.locator("#runs-to-delete li").all_inner_texts()[0].startswith("across-mock")
+    shot(page, "delete-confirm")
+    page.click("text=Keep them")
+    page.wait_for_url(lambda url: "q=across-mock" in url)
+    assert page.locator("#run-table tbody tr[data-run]").count() == 1
+    assert page.errors == [], page.errors
