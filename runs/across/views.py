@@ -131,8 +131,8 @@ def _comparison(request):
 def compare_page(request):
     result, error, status = _comparison(request)
     context = {"result": result, "error": error, "query": request.GET.urlencode(),
-               "saved": saved.of_kind(SavedView.Kind.COMPARE), "a": request.GET.get("a", ""),
-               "b": request.GET.get("b", "")}
+               "saved": saved.of_kind(SavedView.Kind.COMPARE),
+               **{k: request.GET.get(k, "") for k in ("a", "b", "agent_a", "agent_b")}}
     if result:
         context["sections"] = compare_sections(result)
     # No runs named yet is the empty form, not an error page.

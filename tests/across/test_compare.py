@@ -161,3 +161,15 @@ def test_compare_queries_do_not_grow_with_events(viewer_client):
             assert viewer_client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk}).status_code == 200
         return len(ctx.captured_queries)
     assert count(300) == count(3000)
+
+
+def test_each_pair_links_to_its_own_agent_comparison(viewer_client):
+    a, _ = import_stream(STREAMS / "multi_agent.ndjson", "left")
+    b, _ = import_stream(STREAMS / "multi_agent.ndjson", "right")
+    html = viewer_client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk}).content.decode()
+    links = [part.split('"')[0].replace("&amp;", "&") for part in html.split('class="compare-agents"')[0:1]
+             for part in part.rsplit('href="', 1)[1:]]
+    assert links and "agent_a=" in links[0]
+    result = viewer_client.get(reverse("runs:api_compare") + links[0]).json()
+    assert result["kind"] == "agents" and result["agentA"]["agentId"] == result["agentB"]["agentId"]
+    assert all(r["delta"] in (0, None) for r in result["figures"])  # the same stream twice
