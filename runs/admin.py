@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from runs import models
-from runs.ingest import services
+from runs.ingest.rebuild import rebuild_projections
 
 
 @admin.register(models.Run)
@@ -14,7 +14,7 @@ class RunAdmin(admin.ModelAdmin):
     @admin.action(description="Rebuild projections from the stored events")
     def rebuild_projections(self, request, queryset):
         for run in queryset:
-            stats = services.rebuild_projections(run)
+            stats = rebuild_projections(run)
             self.message_user(request, f"{run.name}: rebuilt from {stats['events']} events.")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from runs.ingest import writer as ingest
 from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
-from runs.ingest.projections import RUN_PROJECTION_FIELDS
+from runs.ingest.fold import RUN_PROJECTION_FIELDS
 from tests.paths import GG_FIXTURES, STREAMS
 
 REAL_MOCK = GG_FIXTURES / "real-mock-session.ndjson"

@@ -18,6 +18,7 @@ from django.db import connection
 
 from runs.ingest import writer as ingest
 from runs.engine.telemetry import now_rfc3339
+from runs.stream.record import gg_record
 
 POLL_SECS = 0.2
 
@@ -52,7 +53,9 @@ def run_external(run, spec, session_id, workspace_dir, should_cancel):
     for raw in proc.stdout:
         line_number += 1
         ingest.append_lines(run, [raw], first_line_number=line_number, dedupe=False)
-        status = _ended(raw) or status
+        record = gg_record(raw)
+        if record.get("type") == "session_ended":
+            status = record.get("status") or status
     proc.wait()
     reader.join(timeout=5)
     if warnings:
@@ -60,16 +63,6 @@ def run_external(run, spec, session_id, workspace_dir, should_cancel):
                              "message": f"gg stderr: {line.decode(errors='replace').rstrip()}"} for line in warnings],
                       dedupe=False)
     return status or "internal_error"
-
-
-def _ended(raw):
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        return None
-    if isinstance(record, dict) and record.get("type") == "gg" and isinstance(record.get("event"), dict):
-        record = record["event"]
-    return record.get("status") if isinstance(record, dict) and record.get("type") == "session_ended" else None
 
 
 def _watch_cancel(proc, should_cancel, cancel_file):

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from runs.engine.external import run_external
 from runs.engine.run_workspace import workspace_dir
+from runs.ingest.services import run_set_status
 from runs.models import Run
 from runs.engine.loop import Engine
 from runs.engine.validation import validate_spec
@@ -26,23 +27,17 @@ def cancel_requested(run):
     return Run.objects.filter(pk=run.pk, cancel_requested=True).exists()
 
 
-def _set_status(run, status):
-    Run.objects.filter(pk=run.pk).update(status=status)
-    run.status = status
-
-
 def start_run(run, *, provider=None, workspace=None):
     """Run `run` to the end; returns gg's terminal status word. `workspace` overrides the run's
     directory under var/workspaces."""
     spec, errors = validate_spec(run.launch_spec)
     session_id = run.session_id or f"run-{run.pk}-{uuid.uuid4().hex[:8]}"
-    updates = {"status": Run.Status.RUNNING, "session_id": session_id}
+    fields = {"session_id": session_id, "started_at": timezone.now()}
     if spec is not None:
-        updates["capability_set"] = spec.capability_set()
+        fields["capability_set"] = spec.capability_set()
         if spec.engine == "gg":
-            updates["source"] = Run.Source.GG
-    Run.objects.filter(pk=run.pk).update(**updates, started_at=timezone.now())
-    run.status, run.session_id = Run.Status.RUNNING, session_id
+            fields["source"] = Run.Source.GG
+    run_set_status(run, Run.Status.RUNNING, **fields)
     telemetry = Telemetry(run, session_id)
     if spec is None:
         # A spec that no longer validates never launches: gg's `error` status, with the reasons.
@@ -50,7 +45,7 @@ def start_run(run, *, provider=None, workspace=None):
             telemetry.emit("log", level="error", message=f"launch refused: {error['path']}: {error['message']}")
         telemetry.emit("session_ended", status="error")
         telemetry.flush()
-        _set_status(run, Run.Status.ERROR)
+        run_set_status(run, Run.Status.ERROR)
         return Run.Status.ERROR
     workspace = workspace or workspace_dir(run)
     try:
@@ -63,5 +58,5 @@ def start_run(run, *, provider=None, workspace=None):
         log.exception("run %s failed outside the engine's own handling", run.pk)
         telemetry.flush()
         status = Run.Status.INTERNAL_ERROR
-    _set_status(run, status)
+    run_set_status(run, status)
     return status

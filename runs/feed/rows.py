@@ -15,6 +15,8 @@ Everything here is plain data until `runs.feed.html.render_rows`, which escapes 
 import json
 from dataclasses import dataclass
 
+from runs.stream.usage import format_tokens
+
 ARGS_LIMIT = 160  # compact JSON arguments, as gg's console cuts them
 
 # The kinds the filter offers (a row's `kind`), in the order the page lists them.
@@ -66,30 +68,9 @@ class Row:
         return self.timestamp[11:19] if len(self.timestamp) >= 19 and self.timestamp[10] == "T" else self.timestamp
 
 
-def record_of(raw):
-    """The gg record inside a stored event's line: the line itself, or a host carry's `event`."""
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        return {}
-    if not isinstance(record, dict):
-        return {}
-    inner = record.get("event")
-    if record.get("type") == "gg" and isinstance(inner, dict):
-        return inner
-    return record
-
-
 def compact(value, limit=ARGS_LIMIT):
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def tokens(n):
-    """12300 -> "12.3k" (gg's console figure)."""
-    if not isinstance(n, (int, float)):
-        return "?"
-    return f"{n / 1000:.1f}k" if n >= 1000 else f"{n:g}"
 
 
 def listed(value):
@@ -163,7 +144,7 @@ def _log(ctx, ev, rec):
 
 
 def _compaction(ctx, ev, rec):
-    detail = f"Context compacted: {tokens(rec.get('beforeTokens'))} → {tokens(rec.get('afterTokens'))} tokens."
+    detail = f"Context compacted: {format_tokens(rec.get('beforeTokens'), '?')} → {format_tokens(rec.get('afterTokens'), '?')} tokens."
     retained = rec.get("retained") if isinstance(rec.get("retained"), dict) else {}
     kept = [
         plural(retained[key], one, many)
@@ -184,7 +165,7 @@ CONTEXT_LABELS = {
 
 def _context_managed(ctx, ev, rec):
     action = str(rec.get("action") or "?")
-    args = f"reclaimed {tokens(rec.get('reclaimedTokens'))} tokens · {plural(rec.get('items', 0), 'item', 'items')}"
+    args = f"reclaimed {format_tokens(rec.get('reclaimedTokens'), '?')} tokens · {plural(rec.get('items', 0), 'item', 'items')}"
     return ctx.row(ev, "context", CONTEXT_LABELS.get(action, action), str(rec.get("detail") or action), "compact", args=args)
 
 

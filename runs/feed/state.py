@@ -8,8 +8,9 @@ from collections import namedtuple
 from django.db.models import Max
 from django.urls import NoReverseMatch, reverse
 
-from runs.feed.rows import compact, listed, record_of
-from runs.ingest.projections import as_text
+from runs.feed.rows import compact
+from runs.stream.profiles import profile_names
+from runs.stream.record import as_text, record_of
 from runs.models import Agent, Event, Run
 from surfaces.arms import spelling_for
 
@@ -28,17 +29,6 @@ def _surface(rec):
     return (apis if isinstance(apis, list) else [], as_text(rec.get("programLanguage"), 32))
 
 
-def _profiles(capability_set):
-    profiles = listed(capability_set.get("agents")) if isinstance(capability_set, dict) else []
-    named = {}
-    for p in profiles:
-        if isinstance(p, dict):
-            slug, name = (p.get(k) if isinstance(p.get(k), str) else "" for k in ("slug", "name"))
-            if slug or name:
-                named[slug or name] = name or slug
-    return named
-
-
 class FeedState:
     """What rows show besides their own event, as of seq `seq` (everything up to it folded in)."""
 
@@ -47,7 +37,7 @@ class FeedState:
         self.seq = seq
         self.open_calls = set(open_calls)  # agents inside an api_call bracket
         self.surfaces = dict(surfaces or {})  # agent_id -> (apis, language), the latest reported
-        self.profiles = dict(profiles or {})  # profile slug -> display name (capabilitySet.agents)
+        self.profiles = dict(profiles or {})  # profile id/slug/name -> display name
         self.agents = set(agents)  # the run's agents so far (its Agent rows), until a second one
         # The seq from which the run has more than one agent: rows from there on name their agent.
         self.multi_from = multi_from
@@ -59,7 +49,7 @@ class FeedState:
         """The state after seq `seq`, read from the database (resuming mid-run)."""
         capability_set = Run.objects.filter(pk=run_pk).values_list("capability_set", flat=True).first()
         if not seq:
-            return cls(run_pk, 0, profiles=_profiles(capability_set))
+            return cls(run_pk, 0, profiles=profile_names(capability_set))
         upto = Event.objects.filter(run_id=run_pk, seq__lte=seq).order_by()
         # Each agent's last bracket event and last agent_surface at or before `seq`.
         last_bracket = upto.filter(type__in=BRACKET_TYPES).values("agent_id").annotate(last=Max("seq")).values("last")
@@ -72,7 +62,7 @@ class FeedState:
         agents = list(Agent.objects.filter(run_id=run_pk, first_seq__lte=seq).order_by("first_seq", "id")
                       .values_list("agent_id", "first_seq")[:2])
         multi_from = agents[1][1] if len(agents) > 1 else None
-        return cls(run_pk, seq, open_calls, surfaces, _profiles(capability_set), [a for a, _ in agents], multi_from)
+        return cls(run_pk, seq, open_calls, surfaces, profile_names(capability_set), [a for a, _ in agents], multi_from)
 
     def copy(self):
         twin = FeedState(self.run_pk, self.seq, self.open_calls, self.surfaces, self.profiles, self.agents,
@@ -84,7 +74,7 @@ class FeedState:
     def before(self, ev, rec):
         """Fold what a row reads from its own event (a surface reported now spells calls now)."""
         if self.multi_from is None:
-            # Where the write path creates Agent rows (runs.ingest.projections): every gg record's agent,
+            # Where the write path creates Agent rows (runs.ingest.fold): every gg record's agent,
             # and an agent_transition's successor.
             if not ev.type.startswith("host:"):
                 self.agents.add(ev.agent_id)
@@ -96,7 +86,7 @@ class FeedState:
             self.surfaces[ev.agent_id] = _surface(rec)
             self.spellings = {k: v for k, v in self.spellings.items() if k[0] != ev.agent_id}
         elif ev.type == "session_started" and isinstance(rec.get("capabilitySet"), dict):
-            self.profiles = _profiles(rec["capabilitySet"])
+            self.profiles = profile_names(rec["capabilitySet"])
 
     def after(self, ev):
         if ev.type == "api_call":

@@ -5,9 +5,10 @@
 from dataclasses import dataclass, field
 
 from runs.feed.html import render_rows
-from runs.feed.rows import PANEL_KINDS, RENDERERS, Row, record_of, unknown_row
+from runs.feed.rows import PANEL_KINDS, RENDERERS, Row, unknown_row
 from runs.feed.state import Ev, FeedState
 from runs.models import Event, Run
+from runs.stream.record import record_of
 
 BATCH = 200  # events read and sent per socket message
 

@@ -17,7 +17,7 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from runs.pages import run_selectors as selectors
-from runs.ingest import services
+from runs.ingest import services, writer
 from runs.models import IngestToken, Run
 from runs.ingest.views import ndjson_response
 
@@ -90,5 +90,5 @@ def _post(request, ref):
             run, created = services.run_get_or_create(name=str(ref), source=Run.Source.API, created_by=user)
         except ValueError as exc:
             return JsonResponse({"error": str(exc)}, status=400)
-    result = services.events_import_stream(run, request)
+    result = writer.append_stream(run, request)
     return JsonResponse({"run": run.pk, "name": run.name, "created": created, **result.as_dict()})

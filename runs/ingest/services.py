@@ -1,25 +1,70 @@
-"""Writes (the HackSoft split: views and commands call these; reads live in `runs.pages.run_selectors`)."""
+"""Run writes outside the stream (the HackSoft split: views, commands, the launcher and the engine call
+these; reads live in `runs.pages.run_selectors`). Records go through `runs.ingest.writer`.
+
+* `run_create` / `run_get_or_create`: every run is created here, its name checked by `run_name_problem`
+  (the launch form, the CLI, the import form and the API alike). A first write to a new name from
+  several requests at once creates one run.
+* `run_set_status`: every status change outside the stream (started, ended by the engine, canceled,
+  swept as interrupted, marked ended, failed outside the engine) is saved here and rings the doorbell
+  on commit. Statuses the stream names (`session_ended`) are the fold's, rung by the writer.
+* `run_import_stream`, `run_mark_ended`, `run_delete`: a file in, a run ended by hand, a run gone.
+"""
 
 from __future__ import annotations
 
-from django.db import transaction
+import unicodedata
+
+from django.db import IntegrityError, transaction
 
 from runs.across import facts as run_facts
 from runs.feed import doorbell, search
-from runs.ingest import writer as ingest
+from runs.ingest import writer
 from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
-from runs.ingest.projections import Projector, event_columns, loads_record, reset_run, update_rows
 
-REBUILD_CHUNK = 2000
+LIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+RUN_NAME_MAX = Run._meta.get_field("name").max_length
 
 
-class RunNameTaken(ValueError):
+class RunNameError(ValueError):
     pass
+
+
+class RunNameTaken(RunNameError):
+    pass
+
+
+def run_name_problem(name) -> str:
+    """Why `name` cannot name a run ('' when it can): empty, over 200 characters, or holding a
+    control character (NUL, a line break, ...) or a lone surrogate. Names are stripped first."""
+    if not isinstance(name, str):
+        return "A run name is text."
+    name = name.strip()
+    if not name:
+        return "A run needs a name."
+    if len(name) > RUN_NAME_MAX:
+        return f"A run name has at most {RUN_NAME_MAX} characters (this one has {len(name):,})."
+    if "\x00" in name:
+        return "A run name cannot hold a NUL character."
+    for ch in name:
+        category = unicodedata.category(ch)
+        if category == "Cc":
+            return f"A run name cannot hold a control character (U+{ord(ch):04X})."
+        if category == "Cs":
+            return f"A run name cannot hold a lone surrogate (U+{ord(ch):04X})."
+    return ""
+
+
+def _checked(name) -> str:
+    problem = run_name_problem(name)
+    if problem:
+        raise RunNameError(problem)
+    return name.strip()
 
 
 def unique_run_name(base: str) -> str:
     """`base`, or `base (2)`, `base (3)`... whichever is free."""
-    base = (base or "run").strip()[:180] or "run"
+    base = (base or "run").strip()[: RUN_NAME_MAX - 20] or "run"
     if not Run.objects.filter(name=base).exists():
         return base
     n = 2
@@ -28,42 +73,49 @@ def unique_run_name(base: str) -> str:
     return f"{base} ({n})"
 
 
-def _check_name(name: str) -> str:
-    name = (name or "").strip()
-    if not name:
-        raise ValueError("A run needs a name.")
-    if "\x00" in name:
-        raise ValueError("A run name cannot hold a NUL character.")
-    return name
-
-
 def run_create(*, name: str, source: str = Run.Source.IMPORT, created_by=None, **fields) -> Run:
-    name = _check_name(name)
-    if Run.objects.filter(name=name).exists():
-        raise RunNameTaken(f"A run named {name!r} already exists.")
-    return Run.objects.create(name=name, source=source, created_by=created_by, **fields)
+    """A new run named `name` (`RunNameError` for a name the rule refuses, `RunNameTaken` for one in use)."""
+    name = _checked(name)
+    try:
+        with transaction.atomic():  # a savepoint: a lost race leaves the caller's transaction usable
+            return Run.objects.create(name=name, source=source, created_by=created_by, **fields)
+    except IntegrityError:
+        if Run.objects.filter(name=name).exists():
+            raise RunNameTaken(f"A run named {name!r} already exists.") from None
+        raise
 
 
 def run_get_or_create(*, name: str, source: str = Run.Source.IMPORT, created_by=None) -> tuple[Run, bool]:
-    name = _check_name(name)
+    """The run named `name`, created when there is none; race-free (concurrent first writes to one
+    name get the same run)."""
+    name = _checked(name)
     run = Run.objects.filter(name=name).first()
     if run is not None:
         return run, False
-    return run_create(name=name, source=source, created_by=created_by), True
+    try:
+        return run_create(name=name, source=source, created_by=created_by), True
+    except RunNameTaken:
+        return Run.objects.get(name=name), False
 
 
-def events_append(run: Run, records, **kwargs) -> ingest.AppendResult:
-    """Append gg records (dicts) to a run: the engine's way in."""
-    return ingest.append(run, records, **kwargs)
-
-
-def events_append_lines(run: Run, lines, **kwargs) -> ingest.AppendResult:
-    return ingest.append_lines(run, lines, **kwargs)
-
-
-def events_import_stream(run: Run, stream, **kwargs) -> ingest.AppendResult:
-    """Append the NDJSON lines of a binary file-like object (file, upload, request body)."""
-    return ingest.append_stream(run, stream, **kwargs)
+def run_set_status(run, status: str, *, only_from=None, **fields) -> bool:
+    """Set the status of `run` (a Run or its pk), with any other `fields` of its row, and ring the
+    doorbell once committed. `only_from`: change it only while its status is one of these. Returns
+    whether the run changed; a Run instance passed in is updated to match."""
+    pk = run.pk if isinstance(run, Run) else run
+    with transaction.atomic():
+        rows = Run.objects.filter(pk=pk)
+        if only_from is not None:
+            rows = rows.filter(status__in=list(only_from))
+        if not rows.update(status=status, **fields):
+            return False
+        last_seq = run.last_seq if isinstance(run, Run) else Run.objects.filter(pk=pk).values_list("last_seq", flat=True).get()
+        doorbell.ring_on_commit(pk, last_seq, status)
+    if isinstance(run, Run):
+        run.status = status
+        for key, value in fields.items():
+            setattr(run, key, value)
+    return True
 
 
 def run_import_stream(*, name: str, stream, source: str = Run.Source.IMPORT, created_by=None):
@@ -71,32 +123,18 @@ def run_import_stream(*, name: str, stream, source: str = Run.Source.IMPORT, cre
     A new run that stored nothing (a PNG, an empty file: every line rejected or none at all) is
     not kept — run is None then, and the result still says what was rejected."""
     run, created = run_get_or_create(name=name, source=source, created_by=created_by)
-    result = events_import_stream(run, stream)
+    result = writer.append_stream(run, stream)
     if created and not result.stored:
         run_delete(run)
         return None, False, result
     return run, created, result
 
 
-def run_set_status(run: Run, status: str) -> None:
-    """Change a run's status outside the stream (queued, interrupted, ...) and ring the doorbell."""
-    with transaction.atomic():
-        Run.objects.filter(pk=run.pk).update(status=status)
-        run.status = status
-        doorbell.ring_on_commit(run.pk, run.last_seq, status)
-
-
 def run_mark_ended(run: Run, *, by: str = "") -> bool:
     """End a live run nothing will end by itself (an imported or pushed stream that never sent
     `session_ended`): it reads `interrupted`, with who marked it. False when it already ended."""
     reason = f"marked ended by {by}" if by else "marked ended by an operator"
-    with transaction.atomic():
-        if not Run.objects.filter(pk=run.pk, status__in=(Run.Status.QUEUED, Run.Status.RUNNING)).update(
-                status=Run.Status.INTERRUPTED, end_reason=reason):
-            return False
-        run.status, run.end_reason = Run.Status.INTERRUPTED, reason
-        doorbell.ring_on_commit(run.pk, run.last_seq, run.status)
-    return True
+    return run_set_status(run, Run.Status.INTERRUPTED, only_from=LIVE, end_reason=reason)
 
 
 def run_delete(run: Run) -> dict:

@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from runs.engine.runner import start_run
+from runs.ingest.services import run_set_status
 from runs.models import Run
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ LEASE_KEY = "gg-console:run-lease:{}"
 LEASE_SECONDS = 30
 QUEUED_LEASE_SECONDS = 120  # outlives a message on the channel (channels-redis expires them at 60 s)
 LIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+PROCESS_SOURCES = (Run.Source.ENGINE, Run.Source.GG)
 
 
 def reserve(run_pk: int) -> None:
@@ -64,7 +66,7 @@ def execute(run_pk: int) -> None:
             start_run(run)
     except Exception:
         log.exception("run %s stopped outside the engine's own error handling", run_pk)
-        Run.objects.filter(pk=run_pk, status__in=LIVE).update(status=Run.Status.INTERNAL_ERROR)
+        run_set_status(run_pk, Run.Status.INTERNAL_ERROR, only_from=LIVE)
     finally:
         connection.close()
 
@@ -73,15 +75,15 @@ INTERRUPTED_REASON = "the server or worker running it stopped before it ended"
 
 
 def sweep_interrupted() -> int:
-    """Mark engine runs no live process owns as `interrupted`; their events stay. Returns how many."""
-    live = Run.objects.filter(source=Run.Source.ENGINE, status__in=LIVE)
-    if settings.REDIS_URL:
-        pks = list(live.values_list("pk", flat=True))
-        if not pks:
-            return 0
+    """Mark launched runs (the built-in engine's and the gg binary's: every source that runs a
+    process) no live process owns as `interrupted`; their events stay. Returns how many."""
+    pks = list(Run.objects.filter(source__in=PROCESS_SOURCES, status__in=LIVE).values_list("pk", flat=True))
+    if settings.REDIS_URL and pks:
         leased = _redis().mget([LEASE_KEY.format(pk) for pk in pks])
-        live = live.filter(pk__in=[pk for pk, lease in zip(pks, leased) if lease is None])
-    return live.update(status=Run.Status.INTERRUPTED, end_reason=INTERRUPTED_REASON)
+        pks = [pk for pk, lease in zip(pks, leased) if lease is None]
+    return sum(
+        run_set_status(pk, Run.Status.INTERRUPTED, only_from=LIVE, end_reason=INTERRUPTED_REASON) for pk in pks
+    )
 
 
 def sweep_on_start() -> None:

@@ -6,7 +6,7 @@ import shutil
 from django.db import transaction
 from django.utils import timezone
 
-from runs.feed import doorbell
+from runs.ingest.services import RunNameError, run_create, run_name_problem, run_set_status
 from runs.launch import dispatch
 from runs.engine import run_workspace as workspace
 from runs.launch.forms import LaunchForm
@@ -19,7 +19,11 @@ def run_launch(*, form: LaunchForm, upload=None, user=None):
     errors on `form`."""
     extra = []
     name = form.spec.get("name") or ""
-    if name and Run.objects.filter(name=name).exists():
+    name = name if isinstance(name, str) else ""  # a non-string name: the spec's own validation says so
+    problem = name and run_name_problem(name)  # the one name rule of every run
+    if problem:
+        extra.append({"path": "name", "message": problem})
+    elif name and Run.objects.filter(name=name.strip()).exists():
         extra.append({"path": "name", "message": f"a run named {name!r} already exists"})
     if upload is not None:
         try:
@@ -31,7 +35,7 @@ def run_launch(*, form: LaunchForm, upload=None, user=None):
         return None
     try:
         with transaction.atomic():
-            run = Run.objects.create(
+            run = run_create(
                 name=name or _fresh_name(run_spec.root.slug), source=Run.Source.ENGINE, status=Run.Status.QUEUED,
                 created_by=user, launch_spec=form.spec, capability_set=run_spec.capability_set(),
             )
@@ -46,16 +50,16 @@ def run_launch(*, form: LaunchForm, upload=None, user=None):
     except workspace.WorkspaceError as exc:  # what only inflating the members could tell
         form.add_error("workspace", str(exc))
         return None
+    except RunNameError as exc:  # the name was taken meanwhile
+        form.add_error("name", str(exc))
+        return None
     return run
 
 
 def run_cancel(run):
     """A queued run is canceled on the spot; a running one stops at its next turn boundary (the
     engine reads `cancel_requested`), keeping everything recorded. Returns False for an ended run."""
-    if Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
-        status=Run.Status.CANCELED, cancel_requested=True
-    ):
-        doorbell.ring_on_commit(run.pk, run.last_seq, Run.Status.CANCELED)
+    if run_set_status(run, Run.Status.CANCELED, only_from=(Run.Status.QUEUED,), cancel_requested=True):
         return True
     return bool(Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(cancel_requested=True))
 

@@ -12,9 +12,10 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.ingest.projections import as_list, breakdown_bands
+from runs.stream.record import as_list, gg_record
+from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Holding, Run
-from runs.pages.common import (call_spelling, call_surface, failed_calls, function_spelling, get_run, record,
+from runs.pages.common import (call_spelling, call_surface, failed_calls, function_spelling, get_run,
                                run_agents, run_context)
 from surfaces.arms import ARMS, spell
 from surfaces.catalogue import ENDINGS, MODULES, MODULES_BY_ID, OPERATIONS, TOOLS
@@ -187,7 +188,7 @@ def agent_programs(run: Run, agent: Agent) -> tuple[list[dict], bool]:
     more = len(rows) > PROGRAMS_SHOWN
     programs = []
     for seq, turn, raw in reversed(rows[:PROGRAMS_SHOWN]):
-        rec = record(raw)
+        rec = gg_record(raw)
         logs = rec.get("logs") if isinstance(rec.get("logs"), list) else []
         programs.append({"seq": seq, "turn": turn, "ok": rec.get("ok"), "error": rec.get("error") or "",
                          "finished": rec.get("finished") or "", "logs": [str(line) for line in logs],
@@ -204,7 +205,7 @@ def agent_context_bands(run: Run, agent: Agent) -> dict:
     more = len(rows) > CONTEXT_TURNS_SHOWN
     turns, seen_bands = [], set()
     for turn, raw in reversed(rows[:CONTEXT_TURNS_SHOWN]):
-        rec = record(raw)
+        rec = gg_record(raw)
         bands = breakdown_bands(rec)
         seen_bands.update(k for k, v in bands.items() if v)
         total = rec.get("totalTokens") if isinstance(rec.get("totalTokens"), (int, float)) else sum(bands.values())

@@ -1,5 +1,5 @@
 """What every run page shares: the frame (`run_context`: header and tab bar), the run by pk, the
-gg record of a stored line, the run's agents and roster rows, and how an agent's calls are read and
+run's agents and roster rows, and how an agent's calls are read and
 spelled. Each tab's own reads sit beside its view (`runs/pages/<tab>.py`).
 """
 
@@ -9,7 +9,6 @@ from collections import Counter
 
 from django.shortcuts import get_object_or_404
 
-from runs.ingest.projections import classify, loads_record
 from runs.models import Agent, Holding, Run
 from runs.pages import run_selectors
 from surfaces.arms import member_separator, spelling_for
@@ -22,15 +21,6 @@ def run_context(run: Run, tab: str, **extra) -> dict:
 
 def get_run(pk) -> Run:
     return get_object_or_404(Run, pk=pk)
-
-
-def record(event_raw: str) -> dict:
-    """The gg record of a stored line (unwrapping the host's `{"type":"gg","event":…}`); {} if none."""
-    try:
-        rec = classify(loads_record(event_raw))[1]
-    except (ValueError, TypeError, AttributeError):
-        return {}
-    return rec if isinstance(rec, dict) else {}
 
 
 def run_agents(run: Run) -> list[Agent]:

@@ -9,7 +9,8 @@ from collections import defaultdict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.ingest.projections import as_list
+from runs.stream.profiles import find_profile
+from runs.stream.record import as_list
 from runs.models import Agent, Holding, Run
 from runs.pages.common import get_run, run_agents, run_context, run_holdings
 from surfaces.catalogue import CAPABILITIES
@@ -26,20 +27,11 @@ def divergences_page(request, pk):
         run, "divergences", divergences=divergences, has_rosters=bool(holdings)))
 
 
-def _profile(capability_set, profile_id: str):
-    if not isinstance(capability_set, dict):
-        return None
-    for p in as_list(capability_set.get("agents")):
-        if isinstance(p, dict) and profile_id and profile_id in (p.get("slug"), p.get("name")):
-            return p
-    return None
-
-
 def declared_memories_scope(capability_set, agent: Agent, holding: Holding) -> str:
     """The memories scope the agent's profile declared (gg's default `isolated`), or the rule the
     holder itself reports when the captured configuration does not describe the profile; "" when
     the profile it describes does not declare memories, or switches them off."""
-    profile = _profile(capability_set, agent.profile_id)
+    profile = find_profile(capability_set, agent.profile_id)
     if profile is not None:
         for cap in as_list(profile.get("capabilities")):
             if isinstance(cap, dict) and cap.get("id") == "memories":

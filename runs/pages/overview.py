@@ -11,7 +11,8 @@ from django.db.models import Count, Q, Sum
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.ingest.projections import as_list
+from runs.stream.profiles import profile_key, profiles
+from runs.stream.record import as_list
 from runs.models import Agent, RejectedLine, Run
 from runs.pages.common import get_run, run_context
 
@@ -44,15 +45,12 @@ def run_clocks(run: Run, *, duration=None) -> dict:
 
 def run_profiles(run: Run) -> list[dict]:
     """The profiles the run declared (session_started.capabilitySet.agents), for display."""
-    cs = run.capability_set if isinstance(run.capability_set, dict) else {}
     out = []
-    for agent in as_list(cs.get("agents")):
-        if not isinstance(agent, dict):
-            continue
+    for agent in profiles(run.capability_set):
         caps = [c.get("id") for c in as_list(agent.get("capabilities")) if isinstance(c, dict) and c.get("enabled")]
         out.append(
             {
-                "slug": agent.get("slug") or agent.get("id") or "",
+                "slug": profile_key(agent),
                 "name": agent.get("name") or "",
                 "model": agent.get("modelId") or agent.get("modelSlot") or "",
                 "capabilities": [c for c in caps if isinstance(c, str)],

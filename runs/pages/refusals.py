@@ -10,9 +10,9 @@ from collections import Counter, defaultdict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.ingest.projections import as_list
+from runs.stream.record import as_list, gg_record
 from runs.models import Agent, Event, Run
-from runs.pages.common import call_spelling, function_spelling, get_run, record, run_agents, run_context
+from runs.pages.common import call_spelling, function_spelling, get_run, run_agents, run_context
 from surfaces.arms import ARMS, spell
 from surfaces.catalogue import OPERATIONS
 
@@ -65,7 +65,7 @@ def run_refusals(run: Run, agents: list[Agent]) -> dict:
     suppressed = defaultdict(Counter)  # agent -> {turn: n}
     names = {}
     for seq, agent_id, turn, raw in lines:
-        message = record(raw).get("message")
+        message = gg_record(raw).get("message")
         if not isinstance(message, str):
             continue
         if m := SUPPRESSED_LINE.search(message):

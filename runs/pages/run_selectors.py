@@ -14,7 +14,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from runs.models import Event, Run
-from runs.ingest.projections import COST_CLASSES, TOKEN_CLASSES, parse_timestamp, total_tokens
+from runs.stream.record import parse_timestamp
+from runs.stream.usage import COST_CLASSES, TOKEN_CLASSES, total_tokens
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.ingest.projections import MODULE_KINDS
+from runs.stream.vocabulary import MODULE_KINDS
 from runs.models import Agent, Holding, ModuleStore, Run
 from runs.pages.common import get_run, run_agents, run_context, run_holdings
 

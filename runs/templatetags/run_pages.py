@@ -8,7 +8,7 @@ from django.urls import NoReverseMatch, reverse
 
 from runs.pages.divergences import divergence_count as _divergence_count
 from runs.pages.common import error_tally
-from runs.ingest.projections import as_list
+from runs.stream.record import as_list
 
 register = template.Library()
 

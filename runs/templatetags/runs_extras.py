@@ -4,23 +4,13 @@ from datetime import timedelta
 
 from django import template
 
+from runs.stream.usage import format_tokens
+
 register = template.Library()
 
 
-@register.filter
-def tokens(value):
-    """12345 -> "12.3k"; None -> "—" (not reported is never shown as 0)."""
-    if value is None or value == "":
-        return "—"
-    try:
-        n = float(value)
-    except (TypeError, ValueError, OverflowError):  # not a number, or an int past a float's range
-        return str(value)
-    if abs(n) >= 1_000_000:
-        return f"{n / 1_000_000:.1f}M"
-    if abs(n) >= 10_000:
-        return f"{n / 1000:.1f}k"
-    return f"{int(n):,}" if n == int(n) else f"{n:,.1f}"
+# 12345 -> "12.3k"; None -> "—" (not reported is never shown as 0): the feed's figure too.
+tokens = register.filter("tokens", format_tokens)
 
 
 @register.filter

@@ -174,6 +174,6 @@ def test_queries_per_batch_do_not_grow_with_events(django_assert_num_queries):
 
 def test_every_gg_type_is_either_a_row_or_a_panel_never_unknown():
     from runs.feed.rows import PANEL_KINDS, RENDERERS
-    from runs.ingest.projections import GG_TYPES
+    from runs.stream.vocabulary import GG_TYPES
 
     assert GG_TYPES - set(RENDERERS) - PANEL_KINDS == set()

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 
 from runs.feed import search
-from runs.ingest import services
+from runs.ingest import rebuild, services
 from runs.ingest.writer import append, append_lines
 from runs.models import Run
 
@@ -50,7 +50,7 @@ def test_lines_are_indexed_as_stored_and_rebuild_and_delete_follow_the_log():
     assert found(run, "alpha") == [1] and found(run, "beta") == [2]
     search.forget(run.pk)  # an index that drifted from the log
     assert found(run, "alpha") == []
-    services.rebuild_projections(run)
+    rebuild.rebuild_projections(run)
     assert found(run, "alpha") == [1] and found(run, "beta") == [2]
     services.run_delete(run)
     assert found(run, "alpha") == []

@@ -421,7 +421,7 @@ def test_a_roster_naming_a_stored_store_by_an_odd_id_in_a_later_append(odd_id):
 
 
 def test_numbers_past_a_doubles_range_are_stored_verbatim_and_never_reach_a_projection_as_infinity():
-    from runs.ingest import services
+    from runs.ingest import rebuild
     from tests.streams import projection_dump
 
     lines = [
@@ -447,7 +447,7 @@ def test_numbers_past_a_doubles_range_are_stored_verbatim_and_never_reach_a_proj
     assert root.depth == 0 and root.context_bands == {"system": 1e308}
     assert run.stores.get().snapshot["count"] is None
     before = projection_dump(run)
-    services.rebuild_projections(run)
+    rebuild.rebuild_projections(run)
     assert projection_dump(run) == before
 
 

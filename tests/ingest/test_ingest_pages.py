@@ -52,11 +52,11 @@ def test_run_page_header(viewer_client):
     assert "<b>2</b><span>turns</span>" in header
     assert "<b>1</b><span>calls</span>" in header
     assert "<b>0</b><span>error turns</span>" in header
-    assert "<b>2,840</b><span>tokens</span>" in header
+    assert "<b>2.8k</b><span>tokens</span>" in header
     assert "$0.0063" in header
     assert reverse("runs:export", args=[run.pk]) in header
     assert 'aria-current="page">Overview<' in html
-    assert 'id="usage-uncached">2,600<' in html and 'id="usage-output">240<' in html
+    assert 'id="usage-uncached">2.6k<' in html and 'id="usage-output">240<' in html
     # untrusted payloads are escaped: the fixture's write_file body holds a <script>
     assert "<script>\n" not in html
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from runs.models import Agent, Event, Holding, ModuleStore
-from runs.ingest.projections import GG_TYPES
+from runs.stream.vocabulary import GG_TYPES
 from tests.streams import STREAMS, import_stream
 
 pytestmark = pytest.mark.django_db

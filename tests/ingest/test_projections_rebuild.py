@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from runs.ingest import writer as ingest
-from runs.ingest import services
+from runs.ingest import rebuild
 from runs.models import Agent, Event, ModuleStore, Run
 from tests.streams import STREAM_FIXTURES, import_stream, projection_dump
 
@@ -19,7 +19,7 @@ def test_incremental_equals_rebuild(name, chunk_lines):
     run, result = import_stream(STREAM_FIXTURES[name], chunk_lines=chunk_lines)
     assert result.stored > 0
     incremental = projection_dump(run)
-    stats = services.rebuild_projections(run)
+    stats = rebuild.rebuild_projections(run)
     assert stats == {"events": result.stored, "columns_fixed": 0}
     rebuilt = projection_dump(run)
     assert rebuilt == incremental
@@ -52,7 +52,7 @@ def test_rebuild_repairs_damaged_projections_and_event_columns():
     ModuleStore.objects.filter(run=run, module_id="memories-0").delete()
     Event.objects.filter(run=run, seq__in=[10, 20]).update(turn=99, operation="bogus")
     Run.objects.filter(pk=run.pk).update(turn_count=0, status="running", usage={})
-    stats = services.rebuild_projections(run)
+    stats = rebuild.rebuild_projections(run)
     assert stats["columns_fixed"] == 2
     assert projection_dump(run) == expected
 
@@ -71,6 +71,6 @@ def test_rebuild_command(capsys):
 
 def test_rebuild_of_a_run_without_session_end_leaves_it_running():
     run, _ = import_stream(STREAM_FIXTURES["malformed_tail"])
-    services.rebuild_projections(run)
+    rebuild.rebuild_projections(run)
     run.refresh_from_db()
     assert run.status == "running" and run.rejected_count == 5 and run.last_seq == 6

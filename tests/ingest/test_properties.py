@@ -17,13 +17,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from runs.ingest import services
+from runs.ingest import rebuild
+from runs.ingest import writer as ingest
 from runs.feed.html import render_rows
 from runs.feed.rows import RENDERERS
 from runs.feed.state import Ev, FeedState
 from runs.feed.windows import FeedRenderer
 from runs.models import Event, RejectedLine, Run
-from runs.ingest.projections import GG_TYPES
+from runs.stream.vocabulary import GG_TYPES
 from surfaces.arms import ARMS, member_separator, spell, spelling_for
 from surfaces.catalogue import BY_ID
 from tests.streams import projection_dump
@@ -89,7 +90,7 @@ byte_streams = st.one_of(
 @example(data=b"x" * (1024 * 1024 + 1) + b"\n{}")  # one byte over the line bound
 def test_any_bytes_end_as_stored_plus_rejected(data):
     run = new_run()
-    result = services.events_import_stream(run, io.BytesIO(data))
+    result = ingest.append_stream(run, io.BytesIO(data))
     lines = line_count(data)
     assert result.stored + result.rejected == lines
     assert result.duplicates == 0
@@ -98,7 +99,7 @@ def test_any_bytes_end_as_stored_plus_rejected(data):
     assert RejectedLine.objects.filter(run=run).count() == result.rejected
     assert len(result.rejections) == result.rejected
 
-    again = services.events_import_stream(run, io.BytesIO(data))
+    again = ingest.append_stream(run, io.BytesIO(data))
     assert (again.stored, again.duplicates, again.rejected) == (0, result.stored, result.rejected)
     assert Event.objects.filter(run=run).count() == result.stored
     assert RejectedLine.objects.filter(run=run).count() == result.rejected
@@ -224,11 +225,11 @@ def test_incremental_projection_equals_rebuild(records, cuts, chunk_lines):
     for n in itertools.cycle(cuts):
         if i >= len(records):
             break
-        services.events_append(run, records[i:i + n], chunk_lines=chunk_lines)
+        ingest.append(run, records[i:i + n], chunk_lines=chunk_lines)
         i += n
     incremental = projection_dump(run)
     assert incremental["run"]["last_seq"] == len(records)
-    stats = services.rebuild_projections(run)
+    stats = rebuild.rebuild_projections(run)
     assert stats == {"events": len(records), "columns_fixed": 0}
     assert projection_dump(run) == incremental
 

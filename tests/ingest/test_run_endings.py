@@ -8,7 +8,7 @@ from django.db import connection
 from django.urls import reverse
 
 from runs.feed import search
-from runs.ingest import services
+from runs.ingest import services, writer
 from runs.ingest.writer import append
 from runs.launch.dispatch import INTERRUPTED_REASON, sweep_interrupted
 from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
@@ -30,8 +30,8 @@ def test_run_delete_takes_events_projections_and_index_and_leaves_other_runs(ope
     keep = Run.objects.create(name="keep")
     gone = Run.objects.create(name="gone")
     for run in (keep, gone):
-        services.events_import_stream(run, (STREAMS / "multi_agent.ndjson").open("rb"))
-        services.events_append_lines(run, ["not json", '{"type":"log","message":"needle here"}'])
+        writer.append_stream(run, (STREAMS / "multi_agent.ndjson").open("rb"))
+        writer.append_lines(run, ["not json", '{"type":"log","message":"needle here"}'])
     assert Agent.objects.filter(run=gone).exists() and Holding.objects.filter(agent__run=gone).exists()
     assert _search(gone, "needle") == [gone.last_seq]
 

@@ -311,7 +311,7 @@ def test_arms_side_by_side(viewer_client, run):
     assert figures["turns"] == "Turns 3 2 1 1 1"
     assert figures["error_turns"] == "Error turns 0 1 0 0 0"
     assert figures["calls"] == "Calls 3 9 1 4 4"
-    assert figures["docs_view"] == "docs_view tokens 0 1,050 900 200 0"
+    assert figures["docs_view"] == "docs_view tokens 0 1.1k 900 200 0"
     assert figures["search_results"] == "search_results tokens 0 150 300 80 0"
     ops = dict(rows(html, "data-operation"))
     assert ops["files.read_file"] == "files.read_file 0 2 1 2 0"

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from runs.ingest import services
+from runs.ingest import services, writer
 from runs.engine.runner import start_run
 from runs.demo import DEMO_DIR
 from runs.management.commands.launch import launch_spec_file
@@ -46,7 +46,7 @@ class Command(BaseCommand):
                     continue
                 run, _ = services.run_get_or_create(name=name, source=Run.Source.IMPORT)
                 with path.open("rb") as fh:
-                    result = services.events_import_stream(run, fh)
+                    result = writer.append_stream(run, fh)
                 self.stdout.write(f"Demo run {name!r}: {result.summary()}")
             for demo in DEMO_SPECS:
                 run = launch_spec_file(DEMO_DIR / f"{demo}.spec.json", name=f"demo-{demo}")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.ingest import services
+from runs.ingest import services, writer
 from runs.models import Run
 
 
@@ -40,7 +40,7 @@ class Command(BaseCommand):
             close = True
         try:
             target, created = services.run_get_or_create(name=name, source=Run.Source.IMPORT)
-            result = services.events_import_stream(target, stream)
+            result = writer.append_stream(target, stream)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         finally:

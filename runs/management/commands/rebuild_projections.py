@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.pages import run_selectors as selectors
-from runs.ingest import services
+from runs.ingest.rebuild import rebuild_projections
 from runs.models import Run
 
 
@@ -28,7 +28,7 @@ class Command(BaseCommand):
         else:
             raise CommandError("Name a run (id or name), or pass --all.")
         for target in runs:
-            stats = services.rebuild_projections(target)
+            stats = rebuild_projections(target)
             target.refresh_from_db()
             self.stdout.write(
                 f"{target.name}: rebuilt from {stats['events']} events "
