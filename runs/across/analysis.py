@@ -16,7 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from runs.across.filters import AGENT_SETS, RunFilter, runs as filtered_runs
-from runs.ingest.projections import as_list
+from runs.stream.profiles import find_profile
+from runs.stream.record import as_list
 
 BANDS = ("docs_view", "search_results")
 SIMPLE = {
@@ -93,8 +94,7 @@ def _ratio(n, d):
 
 
 def _profile(capability_set, slug: str) -> dict:
-    agents = capability_set.get("agents") if isinstance(capability_set, dict) else None
-    return next((p for p in as_list(agents) if isinstance(p, dict) and p.get("slug") == slug), {})
+    return find_profile(capability_set, slug) or {}
 
 
 def _capability(profile: dict, cap_id: str):

@@ -12,7 +12,8 @@ from collections import Counter, defaultdict
 
 from runs.across import facts as run_facts
 from runs.models import Agent, Run, RunFacts
-from runs.ingest.projections import TOKEN_CLASSES
+from runs.stream.profiles import find_profile
+from runs.stream.usage import TOKEN_CLASSES
 from runs.pages.report import build_report
 
 LIST_KEYS = ("slug", "id", "agent", "name", "kind")  # what names an entry of a list of objects
@@ -169,9 +170,7 @@ class Side:
         return next((a for a in self.agents if a["doc"]["agentId"] == agent_id), None)
 
     def profile(self, slug: str) -> dict:
-        profiles = declared(self.run).get("agents")
-        return next((p for p in profiles if isinstance(p, dict) and p.get("slug") == slug), {}) if isinstance(
-            profiles, list) else {}
+        return find_profile(declared(self.run), slug) or {}
 
 
 def pair_agents(a: list[dict], b: list[dict]):

@@ -16,10 +16,11 @@ from datetime import timedelta
 from django.db.models import F, Q
 from django.utils import timezone
 
-from runs.ingest.projections import as_list, as_text, breakdown_bands
+from runs.stream.record import as_list, as_text, gg_record
+from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Run, RunFacts
 from runs.pages import run_selectors
-from runs.pages.common import record, run_agents, run_holdings
+from runs.pages.common import run_agents, run_holdings
 from runs.pages.divergences import run_divergences
 from runs.pages.refusals import run_refusals
 
@@ -71,7 +72,7 @@ def _may_refuse(classified) -> bool:
 def _peaks_from_log(run: Run) -> dict:
     peaks = {}
     for agent_id, raw in Event.objects.filter(run=run, type="context_breakdown").values_list("agent_id", "raw"):
-        _note_peak(peaks, agent_id, record(raw))
+        _note_peak(peaks, agent_id, gg_record(raw))
     return peaks
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from runs.across import facts as run_facts
 from runs.feed import doorbell, search
 from runs.ingest.fold import FoldRow, fold, reset_run
 from runs.ingest.fold_flush import update_rows
@@ -68,6 +69,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
         search.reindex(run.pk)
         run.rejected_count = RejectedLine.objects.filter(run=run).count()
         run.save()
+        run_facts.refresh(run)
         if run.status != before:
             doorbell.ring_on_commit(run.pk, run.last_seq, run.status)
     return {"events": total, "columns_fixed": fixed}

@@ -16,7 +16,6 @@ import unicodedata
 
 from django.db import IntegrityError, transaction
 
-from runs.across import facts as run_facts
 from runs.feed import doorbell, search
 from runs.ingest import writer
 from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
@@ -156,66 +155,3 @@ def run_delete(run: Run) -> dict:
         doorbell.ring_on_commit(pk, run.last_seq, "deleted")
     return gone
 
-
-def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
-    """Throw the projections of `run` away and fold its stored log again, in seq order, with the same
-    `Projector` the write path uses. Event columns the fold computes are recomputed too.
-
-    The full-text index (runs.feed.search) is rebuilt from the log too.
-
-    Returns ``{"events": n, "columns_fixed": m}``.
-    """
-    fixed = 0
-    total = 0
-    with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run.pk)
-        before = run.status
-        Agent.objects.filter(run=run).delete()  # holdings cascade
-        ModuleStore.objects.filter(run=run).delete()
-        reset_run(run)
-        after = 0
-        while True:
-            events = list(
-                Event.objects.filter(run=run, seq__gt=after)
-                .order_by("seq")
-                .only("id", "seq", "raw", "type", "agent_id", "timestamp", "operation", "tool_name", "ok", "failure", "turn")[:chunk]
-            )
-            if not events:
-                break
-            projector = Projector(run)
-            parsed = []
-            for e in events:
-                try:
-                    obj = loads_record(e.raw)
-                except ValueError:
-                    obj = None
-                cols = event_columns(obj) if isinstance(obj, dict) else (e.type, None, e.agent_id, e.timestamp, e.operation, e.tool_name, e.ok, e.failure)
-                parsed.append(cols)
-            projector.preload([c[1] for c in parsed if c[1] is not None])
-            changed = []
-            for e, cols in zip(events, parsed):
-                etype, rec, agent_id, ts, operation, tool_name, ok, failure = cols
-                turn = projector.apply(e.seq, etype, rec)
-                new = (etype, agent_id, ts, operation, tool_name, ok, failure, turn)
-                old = (e.type, e.agent_id, e.timestamp, e.operation, e.tool_name, e.ok, e.failure, e.turn)
-                if new != old:
-                    (e.type, e.agent_id, e.timestamp, e.operation, e.tool_name, e.ok, e.failure, e.turn) = new
-                    changed.append(e)
-            if changed:
-                update_rows(
-                    Event,
-                    changed,
-                    ["type", "agent_id", "timestamp", "operation", "tool_name", "ok", "failure", "turn"],
-                )
-                fixed += len(changed)
-            projector.flush(save_run=False)
-            total += len(events)
-            after = events[-1].seq
-        run.last_seq = after
-        search.reindex(run.pk)
-        run.rejected_count = RejectedLine.objects.filter(run=run).count()
-        run.save()
-        run_facts.refresh(run)
-        if run.status != before:
-            doorbell.ring_on_commit(run.pk, run.last_seq, run.status)
-    return {"events": total, "columns_fixed": fixed}

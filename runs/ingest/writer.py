@@ -122,6 +122,7 @@ class _Import:
                 search.index(run.pk, [(seq, line.obj) for (seq, _), line in zip(rows, accepted)])
                 if self.result.first_seq is None:
                     self.result.first_seq = rows[0].seq
+            run_facts.after_chunk(run, [row.event for row in rows])  # what the runs list filters on (the log too)
 
             self.result.stored += len(rows)
             self.result.rejected += len(rejected)
