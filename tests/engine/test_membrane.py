@@ -2,13 +2,9 @@
 
 import pytest
 
-from runs.engine.sandbox.guest import get_sandbox
 from tests.sandbox_run import context, run
 
-
-@pytest.fixture(scope="module", autouse=True)
-def guest():
-    return get_sandbox()
+pytestmark = pytest.mark.usefixtures("guest")
 
 
 def test_an_ungranted_call_is_refused_in_the_programs_spelling_and_still_recorded(tmp_path):

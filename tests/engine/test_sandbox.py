@@ -8,13 +8,10 @@ from django.conf import settings
 
 from runs.engine.sandbox import guest as sandbox
 from runs.engine.sandbox.program import run_program
-from runs.engine.sandbox.guest import artifact_path, get_sandbox
+from runs.engine.sandbox.guest import artifact_path
 from tests.sandbox_run import context, run
 
-
-@pytest.fixture(scope="module", autouse=True)
-def guest():
-    return get_sandbox()  # builds on first use when var/ holds no current artifact
+pytestmark = pytest.mark.usefixtures("guest")
 
 
 def test_the_compiled_guest_is_cached_under_var_and_a_later_start_only_deserializes_it(tmp_path, monkeypatch):

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from runs.engine.sandbox.guest import get_sandbox
 from tests.gg_schema import validate_record
 from tests.sandbox_run import context, run
 
@@ -61,9 +60,7 @@ CORPUS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def guest():
-    return get_sandbox()
+pytestmark = pytest.mark.usefixtures("guest")
 
 
 @pytest.fixture

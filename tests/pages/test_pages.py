@@ -11,11 +11,6 @@ from tests.pages_helpers import load, rows
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def run():
-    return load("pages")
-
-
 def get(client, name, *args):
     response = client.get(reverse(f"runs:{name}", args=args))
     assert response.status_code == 200, response.content[:500]

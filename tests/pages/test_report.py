@@ -14,11 +14,6 @@ from tests.pages_helpers import load, rows
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def run():
-    return load("pages")
-
-
 def api(client, ref, **headers):
     return client.get(reverse("runs:api_report", args=[ref]), **headers)
 
