@@ -3,7 +3,7 @@ to one side's agent; the analysis page with its charts. Screenshots under var/sc
 
 import pytest
 
-from tests.conftest import GG_FIXTURES, REPO, STREAMS
+from tests.paths import GG_FIXTURES, REPO, STREAMS
 
 pytestmark = pytest.mark.e2e
 

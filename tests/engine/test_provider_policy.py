@@ -9,8 +9,7 @@ import pytest
 
 from runs.engine.providers import OpenAIProvider, ProviderError, Request
 from runs.engine.validation import validate_spec
-from tests.engine.test_engine import tool_agent
-from tests.engine_helpers import run_spec
+from tests.engine_helpers import run_spec, tool_agent
 
 
 def openai_spec(**provider):

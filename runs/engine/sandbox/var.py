@@ -2,13 +2,13 @@
 
 from pathlib import Path
 
+from django.conf import settings
+
 REPO = Path(__file__).resolve().parents[3]
 
 
 def var_dir():
     try:
-        from django.conf import settings
-
         return Path(settings.VAR_DIR)
     except Exception:  # used outside Django too (bench/sandbox)
         return REPO / "var"
