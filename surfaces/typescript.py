@@ -134,6 +134,24 @@ def _descriptor(wit, types):
     return None
 
 
+def _lifter(wit, types):
+    """How the SDK lifts a returned value of this WIT type: null when the bindings' value is already
+    the program's (most are); else what to convert — u64s to numbers, variants to `kind`-tagged."""
+    outer, name = _inner(wit)
+    if outer:
+        inner = _lifter(name, types)
+        return None if inner is None else {outer[0]: inner}
+    if name == "u64":
+        return "big"
+    spec = types.get(name)
+    if spec is None or spec[1] == "enum":
+        return None
+    if spec[1] == "variant":
+        return {"v": {case: (_lifter(payload, types) if payload else None) for case, payload in spec[2]}}
+    fields = [[_camel(field), lifter] for field, member in spec[2] if (lifter := _lifter(member, types)) is not None]
+    return {"r": fields} if fields else None
+
+
 @lru_cache(maxsize=1)
 def shapes():
     """Everything the guest's SDK needs, as plain data (written into the guest at build time)."""
@@ -166,6 +184,7 @@ def shapes():
                                       "keep" if _defaultable(w, types) and not _inner(w)[0] else None]
                                      for p, w in params],
                           "positional": positional, "options": options, "receiver": receiver,
+                          "lift": _lifter(ok, types),
                           "list": outer == "list"})
     receivers = {}
     for op_id, (receiver, method) in RECEIVERS.items():

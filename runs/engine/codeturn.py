@@ -15,6 +15,7 @@ from runs.engine.agents import SessionOver, message
 from runs.engine.sandbox import model_text as messages
 from runs.engine.sandbox.membrane import AgentContext
 from runs.engine.sandbox.program import run_program
+from runs.engine.tools.context_views import SEARCH_RESULTS
 from runs.engine.tools.errors import ToolError
 
 VIEW_BANDS = {"file": "file_view", "text": "text_view", "docs": "docs_view"}
@@ -101,7 +102,8 @@ def _sync_views(agent, window):
 
 
 def _view_message(message, view):
-    msg = message("user", view.message(), VIEW_BANDS[view.kind], label=view.selector)
+    band = "search_results" if (view.kind, view.selector) == ("text", SEARCH_RESULTS) else VIEW_BANDS[view.kind]
+    msg = message("user", view.message(), band, label=view.selector)
     msg["view"] = (view.kind, view.selector)
     return msg
 

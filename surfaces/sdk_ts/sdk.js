@@ -90,72 +90,71 @@ function lowerNamed(types, name, value, where) {
   return record;
 }
 
-// -- lifting: the bindings' values -> the program's ----------------------------------------------
-function lift(value) {
-  if (typeof value === "bigint") return Number(value);
-  if (Array.isArray(value)) return value.map(lift);
-  if (value === null || typeof value !== "object") return value;
-  const keys = Object.keys(value);
-  if (keys.includes("tag") && keys.every((k) => k === "tag" || k === "val")) {
-    const payload = lift(value.val);
-    if (payload === undefined) return { kind: value.tag };
-    if (payload !== null && typeof payload === "object" && !Array.isArray(payload)) return { kind: value.tag, ...payload };
-    return { kind: value.tag, value: payload };
+// -- lifting: the bindings' values -> the program's ------------------------------------------------
+// Driven by the function's `lift` shape: most values come back as the program's already; what is
+// converted is a u64 (a BigInt) to a number and a variant ({tag, val}) to one tagged by `kind`.
+function lift(desc, value) {
+  if (desc === null || value === undefined) return value;
+  if (desc === "big") return Number(value);
+  if ("o" in desc) return lift(desc.o, value);
+  if ("l" in desc) return value.map((item) => lift(desc.l, item));
+  if ("r" in desc) {
+    for (const [field, inner] of desc.r) value[field] = lift(inner, value[field]);
+    return value;
   }
-  const out = {};
-  for (const key of keys) out[key] = lift(value[key]);
-  return out;
+  const payload = lift(desc.v[value.tag], value.val);
+  if (payload === undefined) return { kind: value.tag };
+  if (payload !== null && typeof payload === "object" && !Array.isArray(payload)) return { kind: value.tag, ...payload };
+  return { kind: value.tag, value: payload };
 }
 
 // -- binding one function --------------------------------------------------------------------------
-function gather(fn, args) {
-  const values = args.slice(0, fn.positional);
-  if (!fn.options) return [...values, ...args.slice(fn.positional)];
-  const options = args[fn.positional];
-  if (options !== undefined && (options === null || typeof options !== "object" || Array.isArray(options))) {
-    throw new TypeError("options must be an object");
+// Each SDK function is generated once, at initialisation (componentize-js snapshots it), as plain
+// straight-line code over its own parameters: the guest interprets JavaScript, so a generic
+// per-call walk over the shapes would cost more than the rest of the call.
+function source(fn) {
+  const names = fn.params.map(([name]) => name);
+  const formals = [...names.slice(0, fn.positional), ...(fn.options ? ["options"] : names.slice(fn.positional))];
+  const lines = [];
+  if (fn.options) {
+    lines.push('if (options !== undefined && (options === null || typeof options !== "object" || Array.isArray(options))) ' +
+      'throw new TypeError("options must be an object");');
   }
-  for (const [name] of fn.params.slice(fn.positional)) values.push(options === undefined ? undefined : options[name]);
-  return values;
+  fn.params.forEach(([name, desc, fallback], i) => {
+    let value = i >= fn.positional && fn.options ? `(options === undefined ? undefined : options.${name})` : name;
+    if (fallback) value = `(${value} === undefined ? ${fallback === "list" ? "[]" : '"keep"'} : ${value})`;
+    lines.push(desc === null ? `const v${i} = ${value};` : `const v${i} = $lower($types, $D[${i}], ${value}, ${JSON.stringify(name)});`);
+  });
+  const args = fn.params.map((_, i) => `v${i}`).join(", ");
+  return `return function ${fn.name}(${formals.join(", ")}) {
+  let raw;
+  try {
+    ${lines.join("\n    ")}
+    raw = $binding(${args});
+  } catch (fault) {
+    throw $failed(fault);
+  }
+  return $finish(raw);
+};`;
 }
 
 function bindFunction(shapes, fn, binding, feedback, receivers) {
-  const malformed = (fault) => {
+  const failed = (fault) => {
+    const payload = fault !== null && typeof fault === "object" ? fault.payload : undefined;
+    if (payload !== undefined && typeof payload.code === "string") return new ApiError(payload.operation, payload.code, payload.message);
+    if (!isError(fault, "TypeError") && !isError(fault, "RangeError")) return fault;
     // Still the program's call: the host records it and answers the error to throw (the refusal
     // when the call is not available, else invalid-argument in the SDK's spelling).
     const error = feedback.malformedCall(fn.op, String(fault.message));
     return new ApiError(error.code === "invalid-argument" ? fn.name : error.operation, error.code, error.message);
   };
-  return function (...args) {
-    let lowered;
-    try {
-      lowered = gather(fn, args).map((value, i) => {
-        const [name, desc, fallback] = fn.params[i];
-        if (value === undefined && fallback === "list") value = [];
-        if (value === undefined && fallback === "keep") value = "keep";
-        return lower(shapes.types, desc, value, name);
-      });
-    } catch (fault) {
-      if (isError(fault, "TypeError") || isError(fault, "RangeError")) throw malformed(fault);
-      throw fault;
-    }
-    let raw;
-    try {
-      raw = binding(...lowered);
-    } catch (fault) {
-      const payload = fault !== null && typeof fault === "object" ? fault.payload : undefined;
-      if (payload !== undefined && typeof payload.code === "string") {
-        throw new ApiError(payload.operation, payload.code, payload.message);
-      }
-      if (isError(fault, "TypeError") || isError(fault, "RangeError")) throw malformed(fault);
-      throw fault;
-    }
-    const value = lift(raw);
-    const cls = fn.receiver && receivers[fn.receiver];
-    if (!cls) return value;
-    const make = (fields) => Object.assign(Object.create(cls.prototype), fields);
-    return fn.list ? value.map(make) : make(value);
-  };
+  const cls = fn.receiver && receivers[fn.receiver];
+  const make = (fields) => Object.assign(Object.create(cls.prototype), fields);
+  const finish = !cls ? (raw) => lift(fn.lift, raw) : fn.list ? (raw) => lift(fn.lift, raw).map(make) : (raw) => make(lift(fn.lift, raw));
+  const descriptors = fn.params.map(([, desc]) => desc);
+  // `$` names: no WIT parameter or function name can shadow them.
+  return new Function("$types", "$D", "$lower", "$binding", "$failed", "$finish", source(fn))(
+    shapes.types, descriptors, lower, binding, failed, finish);
 }
 
 /** The `gg` module: { files, shell, ..., core, ApiError }, each function bound over `bindings`. */

@@ -129,3 +129,7 @@ def test_arms_demo_compares_a_typescript_root_a_python_subagent_and_a_tool_calle
         "docs.search", "views.open_docs_view", "files.read_file"]
     assert of_type(records, "agent_returned", "agent-0")[0]["summary"] == "4 vendors; Globex has the most orders (340)."
     assert of_type(records, "agent_returned", "agent-1")[0]["summary"] == "4 vendors; Globex has the most orders (340)."
+    # A documentation search is charged to the search_results band, a lookup's views to docs_view.
+    for agent in ("root", "agent-0"):
+        bands = [{b["source"]: b["tokens"] for b in r["bySource"]} for r in of_type(records, "context_breakdown", agent)]
+        assert any(b["search_results"] > 0 for b in bands) and any(b["docs_view"] > 0 for b in bands)
