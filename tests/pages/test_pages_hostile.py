@@ -105,8 +105,8 @@ def test_agent_ids_of_any_text_list_on_every_page_and_link_where_a_url_can_carry
         response = viewer_client.get(reverse(f"runs:{name}", args=[run.pk]))
         assert response.status_code == 200, name  # a line break in one id took each of these down
     roster = viewer_client.get(reverse("runs:agents", args=[run.pk])).content.decode()
-    assert "<code>&lt;s&gt;</code>" in roster and "<s>" not in roster
-    assert '<code title="no link: the id holds a character a URL cannot carry">a\nb</code>' in roster
+    assert '<code class="ident">&lt;s&gt;</code>' in roster and "<s>" not in roster
+    assert '<code class="ident" title="no link: the id holds a character a URL cannot carry">a\nb</code>' in roster
     for agent in AGENT_IDS[1:]:
         url = reverse("runs:agent", args=[run.pk, agent])
         assert f'href="{url}"' in roster
