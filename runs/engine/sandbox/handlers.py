@@ -11,6 +11,7 @@ from runs.engine.tools.context_views import SEARCH_RESULTS, docs_view, file_view
 from surfaces.catalogue import BY_ID, OPERATIONS
 
 HANDLERS = {}
+SOURCE_SUFFIXES = {"python": ".py", "typescript": ".ts"}  # a code skill's module file, per arm
 
 
 def handles(op_id):
@@ -77,7 +78,8 @@ def _tree(m, path, depth):
 def _read_skill(m, name):
     library = m.store("skills")
     text = library.read(name)
-    m.load_code(name, library.code_module(name))  # a code skill loads into lib for the next program
+    # A code skill (its module in the program language's own file) loads into lib for the next program.
+    m.load_code(name, library.code_module(name, SOURCE_SUFFIXES.get(m.ctx.language, ".py")))
     m.snapshot("skills")
     return text
 
