@@ -34,10 +34,6 @@ def joined(values) -> str:
     return f"|{'|'.join(kept)}|" if kept else ""
 
 
-def members(text: str) -> list[str]:
-    return [v for v in (text or "").strip("|").split("|") if v]
-
-
 def _task(run: Run) -> str:
     for source in (run.launch_spec, run.capability_set):
         if isinstance(source, dict) and isinstance(source.get("task"), str):
