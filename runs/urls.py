@@ -5,7 +5,7 @@ from runs.ingest import views as ingest_views
 from runs.ingest import api
 from runs.feed import views as feed_views
 from runs.pages import header as header_views
-from runs.pages import agents, arms, divergences, overview, refusals, report, stores
+from runs.pages import agents, arms, conversation, divergences, events, overview, refusals, report, stores, timeline, turns
 from runs.launch import views as launch_views
 
 app_name = "runs"
@@ -27,7 +27,15 @@ urlpatterns = [
     path("runs/<int:pk>/feed/rows", feed_views.feed_rows, name="feed_rows"),
     path("runs/<int:pk>/header/", header_views.run_header_frame, name="header"),
     path("runs/<int:pk>/agents/", agents.agents_page, name="agents"),
+    path("runs/<int:pk>/events/<int:seq>/", events.event_detail, name="event"),
+    path("runs/<int:pk>/rejected/<int:line_id>/", events.rejected_detail, name="rejected"),
+    path("api/runs/<str:run>/events/<int:seq>", events.api_event, name="api_event"),
+    path("api/runs/<str:run>/rejected/<int:line_id>", events.api_rejected, name="api_rejected"),
+    # Before the agent's own page: its id is a path and would swallow "turns/5".
+    path("runs/<int:pk>/agents/<path:agent_id>/turns/<int:n>/", turns.turn_detail, name="turn"),
+    path("runs/<int:pk>/agents/<path:agent_id>/conversation/", conversation.conversation, name="conversation"),
     path("runs/<int:pk>/agents/<path:agent_id>/", agents.agent_page, name="agent"),
+    path("runs/<int:pk>/timeline/", timeline.timeline, name="timeline"),
     path("runs/<int:pk>/stores/", stores.stores_page, name="stores"),
     path("runs/<int:pk>/divergences/", divergences.divergences_page, name="divergences"),
     path("runs/<int:pk>/refusals/", refusals.refusals_page, name="refusals"),

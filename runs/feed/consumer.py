@@ -124,7 +124,7 @@ def ended_html(status="", reason=""):
     """The last message of an ended run's socket: its status and, for an interrupted run, why."""
     words = f"{status}: {reason}" if reason else status
     return (f'<div id="feed-end" hx-swap-oob="true" data-ended="1" data-status="{escape(status)}"'
-            f' data-reason="{escape(reason)}">The run has ended ({escape(words)}); every stored event is shown.</div>')
+            f' data-reason="{escape(reason)}">The run has ended ({escape(words)}); every stored record has been read.</div>')
 
 
 def announce_html(seq):

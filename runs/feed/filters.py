@@ -26,6 +26,7 @@ KIND_TYPES = {
     "log": ("log",),
     "context": ("compaction", "context_managed"),
     "handoff": ("agent_transition", "fsm_state"),
+    "program": ("code_execution",),
     "output": ("code_execution",),
     "system": ("host:system",),
 }
@@ -71,7 +72,7 @@ class FeedFilter:
             where &= Q(agent_id=self.agent)
         if self.kind == "other":
             where &= ~Q(type__in=[*RENDERERS, *PANEL_KINDS]) & ~Q(type__startswith="host:")
-        elif self.kind:
+        elif self.kind and self.kind != "raw":  # raw: every record
             where &= Q(type__in=KIND_TYPES[self.kind])
         if self.op:
             where &= Q(operation=self.op) | Q(tool_name=self.op)
@@ -83,7 +84,10 @@ class FeedFilter:
         return where
 
     def keeps(self, row) -> bool:
-        return ((not self.agent or row.agent == self.agent) and (not self.kind or row.kind == self.kind)
+        # A record that drives panels only (a raw row) is kept only when the raw kind is asked for,
+        # which keeps every record.
+        kind = row.kind != "raw" if not self.kind else self.kind in ("raw", row.kind)
+        return ((not self.agent or row.agent == self.agent) and kind
                 and (not self.failed or row.tone == "fail"))
 
 

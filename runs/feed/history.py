@@ -61,7 +61,7 @@ def render(run_pk, events, flt, multi_from=None):
     first, last = events[0].seq, events[-1].seq
     state = FeedState.at(run_pk, first - 1)
     if not flt.active:
-        return FeedRenderer(run_pk, state).rows(events)
+        return [r for r in FeedRenderer(run_pk, state).rows(events) if flt.keeps(r)]
     keep = {e.seq for e in events}
     agents = {e.agent_id for e in events}
     tools = {e.agent_id for e in events if e.type in TOOL_TYPES}

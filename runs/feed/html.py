@@ -5,7 +5,13 @@ from html import escape
 
 def row_html(row):
     # Every field is escaped (event payloads are untrusted); markup as runs/feed.html expects.
+    # The row opens its record through a plain link stretched over it (click or Enter, no script);
+    # the chips and the output fold sit above it.
     agent = escape(row.agent)
+    offset = (f'<span class="feed-offset">{"+" if row.offset >= 0 else "−"}{abs(row.offset):.3f}s</span>'
+              if row.offset is not None else "")
+    turn = f'\n  <a class="feed-turn tag" href="{escape(row.turn_href)}">turn {int(row.turn)}</a>' if row.turn_href else ""
+    opened = f'<a class="feed-open" href="{escape(row.event_href)}">' if row.event_href else "<span>"
     if row.href:
         chip = f'\n  <a class="feed-agent tag" href="{escape(row.href)}">{agent}</a>'
     else:
@@ -19,10 +25,12 @@ def row_html(row):
     else:
         more = ""
     return (
-        f'<div class="feed-row tone-{escape(row.tone)}" data-seq="{row.seq}" data-agent="{agent}" data-kind="{escape(row.kind)}">\n'
-        f'  <time class="feed-time" title="{escape(row.timestamp)}">{escape(row.time)}</time>\n'
-        f'  <span class="feed-label">{escape(row.label.upper())}</span>{chip}\n'
-        f'  <span class="feed-detail{" mono" if row.kind == "call" else ""}">{escape(row.detail)}</span>{failure}{more}\n'
+        f'<div class="feed-row tone-{escape(row.tone)}" data-seq="{row.seq}" data-agent="{agent}"'
+        f' data-kind="{escape(row.kind)}" id="seq-{row.seq}"{f" data-turn={int(row.turn)}" if row.turn else ""}>\n'
+        f'  {opened}<time class="feed-time" title="{escape(row.timestamp)}">{escape(row.time)}</time>{offset}'
+        f'{"</a>" if row.event_href else "</span>"}\n'
+        f'  <span class="feed-label">{escape(row.label.upper())}</span>{chip}{turn}\n'
+        f'  <span class="feed-detail{" mono" if row.kind in ("call", "raw") else ""}">{escape(row.detail)}</span>{failure}{more}\n'
         "</div>"
     )
 

@@ -29,9 +29,11 @@ KINDS = {
     "log": "log lines",
     "context": "context",
     "handoff": "successions",
+    "program": "failed programs",
     "output": "program output",
     "system": "host setup",
     "other": "other",
+    "raw": "every record (raw)",
 }
 
 # gg kinds that drive panels rather than feed rows (console.md §1.4, "no row"), plus kinds
@@ -61,11 +63,27 @@ class Row:
     # The agent chip's link: None while the run has one agent (no chip), "" for an agent no URL
     # can name (a chip without a link).
     href: str | None = None
+    turn: int | None = None
+    offset: float | None = None  # seconds from the run's first stamp
+    event_href: str = ""  # the record's own page: the row opens it
+    turn_href: str = ""  # its turn's page ("" without a turn, or for an id no URL can carry)
 
     @property
     def time(self):
-        # RFC 3339 "2026-07-24T04:34:39.06Z" -> "04:34:39"; anything else as written.
-        return self.timestamp[11:19] if len(self.timestamp) >= 19 and self.timestamp[10] == "T" else self.timestamp
+        return clock(self.timestamp)
+
+
+def clock(timestamp):
+    """gg's RFC 3339 stamp "2026-07-24T04:34:39.0674579Z" -> "04:34:39.067"; anything else as written."""
+    if not (len(timestamp) >= 19 and timestamp[10] == "T" and timestamp[13] == ":"):
+        return timestamp
+    digits = ""
+    if timestamp[19:20] == ".":
+        for ch in timestamp[20:23]:
+            if not ch.isdigit():
+                break
+            digits += ch
+    return f"{timestamp[11:19]}.{digits.ljust(3, '0')}"
 
 
 def compact(value, limit=ARGS_LIMIT):
@@ -93,7 +111,9 @@ def _session(ctx, ev, rec):
 
 
 def _turn(ctx, ev, rec):
-    return ctx.row(ev, "turn", "turn", "Turn started.", "system")
+    if not ev.turn:
+        return ctx.row(ev, "turn", "turn", "Turn started.", "system")
+    return ctx.row(ev, "turn", f"turn {ev.turn}", f"Turn {ev.turn} started.", "system")
 
 
 def _message(ctx, ev, rec):
@@ -207,13 +227,31 @@ def _fsm_state(ctx, ev, rec):
 
 def _code_execution(ctx, ev, rec):
     logs = [str(line) for line in listed(rec.get("logs"))]
-    if not logs:
+    failed = rec.get("ok") is False
+    if not logs and not failed:
         return None
-    args = plural(len(logs), "line", "lines")
+    args = plural(len(logs), "line", "lines") if logs else ""
     dropped = rec.get("logsSuppressed")
     if dropped:
         args += f" · {plural(dropped, 'earlier line', 'earlier lines')} dropped by the capture cap"
+    if failed:
+        # Like a failed call: the error's own line (a trace's last: `KeyError: 'b'`), output beneath.
+        error = rec.get("error") if isinstance(rec.get("error"), str) else ""
+        headline = error_headline(error) or "The program was not run."
+        return ctx.row(ev, "program", "program ✗", headline, "fail", args=args, output="\n".join(logs))
     return ctx.row(ev, "output", "output", "Program output", "system", args=args, output="\n".join(logs))
+
+
+def error_headline(error: str) -> str:
+    """An error's own line: the last unindented line of a trace (`KeyError: 'b'`), else its first."""
+    lines = [line for line in error.splitlines() if line.strip()]
+    headlines = [line for line in lines if not line[0].isspace()]
+    return (headlines[-1] if headlines else lines[0].strip()) if lines else ""
+
+
+def raw_row(ctx, ev, rec):
+    """A record with no row of its own (it drives panels): listed under the raw kind only."""
+    return ctx.row(ev, "raw", ev.type, compact(rec) if rec else "", "raw")
 
 
 def _host_system(ctx, ev, rec):

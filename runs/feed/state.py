@@ -10,7 +10,7 @@ from django.urls import NoReverseMatch, reverse
 
 from runs.feed.rows import compact
 from runs.stream.profiles import profile_names
-from runs.stream.record import as_text, record_of
+from runs.stream.record import as_text, parse_timestamp, record_of
 from runs.models import Agent, Event, Run
 from surfaces.arms import spelling_for
 
@@ -20,7 +20,7 @@ BRACKET_TYPES = ("api_call", "api_result", "turn_started", "code_execution", "tu
                  "session_ended", "agent_transition")
 
 # The Event columns a row reads, fetched as tuples (no model instances).
-Ev = namedtuple("Ev", "seq type agent_id timestamp raw tool_name ok failure")
+Ev = namedtuple("Ev", "seq type agent_id timestamp raw tool_name ok failure turn")
 
 
 def _surface(rec):
@@ -32,8 +32,10 @@ def _surface(rec):
 class FeedState:
     """What rows show besides their own event, as of seq `seq` (everything up to it folded in)."""
 
-    def __init__(self, run_pk, seq=0, open_calls=(), surfaces=None, profiles=None, agents=(), multi_from=None):
+    def __init__(self, run_pk, seq=0, open_calls=(), surfaces=None, profiles=None, agents=(), multi_from=None,
+                 started=None):
         self.run_pk = run_pk
+        self.started = started  # the run's first gg stamp: offsets count from it
         self.seq = seq
         self.open_calls = set(open_calls)  # agents inside an api_call bracket
         self.surfaces = dict(surfaces or {})  # agent_id -> (apis, language), the latest reported
@@ -43,13 +45,16 @@ class FeedState:
         self.multi_from = multi_from
         self.spellings = {}  # (agent_id, operation) -> spelling, for the current surfaces
         self.hrefs = {}  # agent_id -> its page
+        self.turn_bases = {}  # agent_id -> its turns' URL prefix ("" when no URL can carry the id)
+        self.event_base = reverse("runs:event", args=(run_pk, 1))[:-2]  # + "<seq>/"
 
     @classmethod
     def at(cls, run_pk, seq):
         """The state after seq `seq`, read from the database (resuming mid-run)."""
-        capability_set = Run.objects.filter(pk=run_pk).values_list("capability_set", flat=True).first()
+        capability_set, started = Run.objects.filter(pk=run_pk).values_list("capability_set", "started_at").first() \
+            or (None, None)
         if not seq:
-            return cls(run_pk, 0, profiles=profile_names(capability_set))
+            return cls(run_pk, 0, profiles=profile_names(capability_set), started=started)
         upto = Event.objects.filter(run_id=run_pk, seq__lte=seq).order_by()
         # Each agent's last bracket event and last agent_surface at or before `seq`.
         last_bracket = upto.filter(type__in=BRACKET_TYPES).values("agent_id").annotate(last=Max("seq")).values("last")
@@ -62,17 +67,21 @@ class FeedState:
         agents = list(Agent.objects.filter(run_id=run_pk, first_seq__lte=seq).order_by("first_seq", "id")
                       .values_list("agent_id", "first_seq")[:2])
         multi_from = agents[1][1] if len(agents) > 1 else None
-        return cls(run_pk, seq, open_calls, surfaces, profile_names(capability_set), [a for a, _ in agents], multi_from)
+        return cls(run_pk, seq, open_calls, surfaces, profile_names(capability_set), [a for a, _ in agents], multi_from,
+                   started)
 
     def copy(self):
         twin = FeedState(self.run_pk, self.seq, self.open_calls, self.surfaces, self.profiles, self.agents,
-                         self.multi_from)
+                         self.multi_from, self.started)
         twin.spellings = dict(self.spellings)
         twin.hrefs = dict(self.hrefs)
+        twin.turn_bases = dict(self.turn_bases)
         return twin
 
     def before(self, ev, rec):
         """Fold what a row reads from its own event (a surface reported now spells calls now)."""
+        if self.started is None and not ev.type.startswith("host:"):
+            self.started = parse_timestamp(ev.timestamp)  # as the fold sets Run.started_at
         if self.multi_from is None:
             # Where the write path creates Agent rows (runs.ingest.fold): every gg record's agent,
             # and an agent_transition's successor.
@@ -117,3 +126,20 @@ class FeedState:
             except NoReverseMatch:
                 self.hrefs[agent_id] = ""
         return self.hrefs[agent_id]
+
+    def turn_href(self, agent_id, turn):
+        """The page of `agent_id`'s turn `turn` ("" without a turn, or for an id no URL can carry)."""
+        if not turn:
+            return ""
+        if agent_id not in self.turn_bases:
+            try:
+                self.turn_bases[agent_id] = reverse("runs:turn", args=(self.run_pk, agent_id, 1))[:-2]
+            except NoReverseMatch:
+                self.turn_bases[agent_id] = ""
+        base = self.turn_bases[agent_id]
+        return f"{base}{int(turn)}/" if base else ""
+
+    def offset(self, timestamp):
+        """Seconds from the run's first stamp to `timestamp`, or None."""
+        stamp = parse_timestamp(timestamp) if self.started else None
+        return (stamp - self.started).total_seconds() if stamp else None

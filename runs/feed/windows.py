@@ -5,7 +5,7 @@
 from dataclasses import dataclass, field
 
 from runs.feed.html import render_rows
-from runs.feed.rows import PANEL_KINDS, RENDERERS, Row, unknown_row
+from runs.feed.rows import PANEL_KINDS, RENDERERS, Row, raw_row, unknown_row
 from runs.feed.state import Ev, FeedState
 from runs.models import Event, Run
 from runs.stream.record import record_of
@@ -33,7 +33,9 @@ class FeedRenderer:
     def row(self, ev, kind, label, detail, tone, **extra):
         agent = ev.agent_id or "root"
         return Row(seq=ev.seq, agent=agent, kind=kind, label=label, detail=detail, tone=tone,
-                   timestamp=ev.timestamp, href=self.state.href(ev.seq, agent), **extra)
+                   timestamp=ev.timestamp, href=self.state.href(ev.seq, agent), turn=ev.turn,
+                   offset=self.state.offset(ev.timestamp), event_href=f"{self.state.event_base}{ev.seq}/",
+                   turn_href=self.state.turn_href(agent, ev.turn), **extra)
 
     def result_row(self, ev, kind, detail, rec):
         ok = rec.get("ok", ev.ok)
@@ -47,10 +49,12 @@ class FeedRenderer:
         for ev in events:
             rec = record_of(ev.raw)
             self.state.before(ev, rec)
+            row = None
             if ev.type not in PANEL_KINDS and (ev.type in RENDERERS or not ev.type.startswith("host:")):
                 row = RENDERERS.get(ev.type, unknown_row)(self, ev, rec)
-                if row is not None:
-                    out.append(row)
+            # A record with no row of its own still has one under the raw kind (runs.feed.filters
+            # keeps those only when the raw kind is asked for).
+            out.append(row or raw_row(self, ev, rec))
             self.state.after(ev)
         return out
 
@@ -66,7 +70,7 @@ class FeedRenderer:
         return self.rows(events), events[-1].seq
 
     def render(self, rows, cursor):
-        return render_rows(rows, cursor)
+        return render_rows([r for r in rows if r.kind != "raw"], cursor)
 
 
 def run_state(run_pk):

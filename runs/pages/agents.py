@@ -17,11 +17,13 @@ from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Holding, Run
 from runs.pages.common import (call_spelling, call_surface, failed_calls, function_spelling, get_run,
                                run_agents, run_context)
+from runs.pages.agent_timing import agent_timing
+from runs.pages.origins import error_turn_numbers
+from runs.pages.programs import agent_programs
 from surfaces.arms import ARMS, spell
 from surfaces.catalogue import ENDINGS, MODULES, MODULES_BY_ID, OPERATIONS, TOOLS
 
 # Bounded windows over the log (a page never reads more than this many rows of one kind).
-PROGRAMS_SHOWN = 50
 CONTEXT_TURNS_SHOWN = 120
 CONTEXT_BANDS = ("system", "user_prompt", "assistant", "tool_output", "compiler_error", "runtime_error",
                  "file_view", "text_view", "docs_view", "search_results", "skill", "memory", "task_list",
@@ -46,11 +48,13 @@ def agent_page(request, pk, agent_id):
     if agent is None:
         raise Http404(f"Run {run.name!r} has no agent {agent_id!r}.")
     surface = agent_surface_counts(agent)
-    programs, more_programs = agent_programs(run, agent)
+    programs, more_programs = agent_programs(run, agent.agent_id)
     return render(request, "runs/agent.html", run_context(
         run, "agents", agent=agent, surface=surface, call_surface=call_surface(agent),
         not_offered=reference_not_offered(agent, surface), holdings=agent_holdings(agent),
         programs=programs, more_programs=more_programs, context=agent_context_bands(run, agent),
+        timing=agent_timing(run, agent), language=agent.program_language,
+        error_turn_list=error_turn_numbers(run, agent.agent_id),
     ))
 
 
@@ -179,22 +183,6 @@ def reference_not_offered(agent: Agent, surface: dict) -> dict:
 
 def agent_holdings(agent: Agent) -> list[Holding]:
     return list(agent.holdings.select_related("store").order_by("position"))
-
-
-def agent_programs(run: Run, agent: Agent) -> tuple[list[dict], bool]:
-    """The agent's latest programs (code_execution), newest last, and whether older ones exist."""
-    rows = list(Event.objects.filter(run=run, type="code_execution", agent_id=agent.agent_id)
-                .order_by("-seq").values_list("seq", "turn", "raw")[:PROGRAMS_SHOWN + 1])
-    more = len(rows) > PROGRAMS_SHOWN
-    programs = []
-    for seq, turn, raw in reversed(rows[:PROGRAMS_SHOWN]):
-        rec = gg_record(raw)
-        logs = rec.get("logs") if isinstance(rec.get("logs"), list) else []
-        programs.append({"seq": seq, "turn": turn, "ok": rec.get("ok"), "error": rec.get("error") or "",
-                         "finished": rec.get("finished") or "", "logs": [str(line) for line in logs],
-                         "logs_suppressed": rec.get("logsSuppressed") or 0,
-                         "api_calls": rec.get("apiCalls") or 0, "tool_calls": rec.get("toolCalls") or 0})
-    return programs, more
 
 
 def agent_context_bands(run: Run, agent: Agent) -> dict:

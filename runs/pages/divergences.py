@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from runs.stream.profiles import find_profile
 from runs.stream.record import as_list
 from runs.models import Agent, Holding, Run
+from runs.pages.origins import roster_records
 from runs.pages.common import get_run, run_agents, run_context, run_holdings
 from surfaces.catalogue import CAPABILITIES
 
@@ -24,7 +25,7 @@ def divergences_page(request, pk):
     holdings = run_holdings(run)
     divergences = run_divergences(run, run_agents(run), holdings)
     return render(request, "runs/divergences.html", run_context(
-        run, "divergences", divergences=divergences, has_rosters=bool(holdings)))
+        run, "divergences", divergences=divergences, has_rosters=bool(holdings), origins=roster_records(run)))
 
 
 def declared_memories_scope(capability_set, agent: Agent, holding: Holding) -> str:

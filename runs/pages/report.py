@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 
 from runs.ingest.api import readable_run
 from runs.models import Run
-from runs.pages import run_selectors
+from runs.pages import calls, run_selectors
 from runs.pages.agents import agent_forest, agent_surface_counts
 from runs.pages.arms import arms_comparison
 from runs.pages.common import error_types_flat, run_agents, run_holdings
@@ -71,6 +71,8 @@ def build_report(run: Run) -> dict:
     for h in holdings:
         held[h.agent_id].append(h)
     refused = {r["agent"].agent_id: r for r in refusals["agents"]}
+    latency = calls.run_latency(run)
+    throughput = calls.generated_throughput(run)
 
     def agent_doc(row) -> dict:
         a = row.agent
@@ -107,6 +109,8 @@ def build_report(run: Run) -> dict:
                          for t in (mine["turns"] if mine else ()) for e in t["entries"]],
             "refusalsSuppressed": [{"turn": t["turn"], "count": t["suppressed"]}
                                    for t in (mine["turns"] if mine else ()) if t["suppressed"]],
+            "latency": calls.latency_doc(latency["agents"].get(a.agent_id, [])),
+            "generatedTokensPerSecond": throughput["agents"].get(a.agent_id, {}).get("per_second"),
         }
 
     stores = store_index(run, agents, holdings)
@@ -137,6 +141,12 @@ def build_report(run: Run) -> dict:
             "usage": {"source": usage["source"], "tokens": usage["tokens"], "cost": usage["cost"],
                       "bySlot": usage["by_slot"]},
             "capabilitySet": run.capability_set,
+            # Latency per operation / tool from the stored stamps of each call's two halves, and
+            # output tokens over model time pooled across the run (runs.pages.calls).
+            "latency": calls.latency_doc(latency["run"]),
+            "generatedTokensPerSecond": throughput["run"]["per_second"],
+            "generatedTokens": throughput["run"]["tokens"],
+            "modelMs": throughput["run"]["ms"],
         },
         "agents": [agent_doc(row) for row in forest],
         "stores": [{

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from runs.stream.vocabulary import MODULE_KINDS
 from runs.models import Agent, Holding, ModuleStore, Run
+from runs.pages.origins import roster_records
 from runs.pages.common import get_run, run_agents, run_context, run_holdings
 
 # The band a holder's store occupies in its context (spec/stream.md §7.4); history is the whole window.
@@ -23,7 +24,8 @@ STORE_BANDS = {"memories": "memory", "tasks": "task_list", "skills": "skill"}
 def stores_page(request, pk):
     run = get_run(pk)
     stores = store_index(run, run_agents(run), run_holdings(run))
-    return render(request, "runs/stores.html", run_context(run, "stores", groups=stores_by_kind(stores)))
+    return render(request, "runs/stores.html", run_context(run, "stores", groups=stores_by_kind(stores),
+                                                           origins=roster_records(run)))
 
 
 @dataclass

@@ -29,7 +29,7 @@
     ended = {status: status, reason: reason || ""};
     live = false;
     endNote.textContent = "The run has ended (" + status + (reason ? ": " + reason : "") + ")" +
-      (moreAfter ? "." : "; every stored event is shown.");
+      (moreAfter ? "." : "; every stored record has been read.");
     endNote.dataset.ended = "1";
     settle();
     header();

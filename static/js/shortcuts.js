@@ -21,6 +21,8 @@
     all.forEach(function (r) { r.classList.remove("kbd-current"); });
     next.classList.add("kbd-current");
     next.scrollIntoView({ block: "nearest" });
+    var open = next.querySelector("a.feed-open");  // so Enter opens the row's record
+    if (open) open.focus({ preventScroll: true });
   }
   function listLinks() {
     var body = document.getElementById("shortcut-links");

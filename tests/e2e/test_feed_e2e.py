@@ -169,5 +169,5 @@ def test_live_feed_in_order_spelled_resumes_after_a_drop_and_escapes(page, conso
     post(console_server, pk, [{"type": "session_ended", "status": "completed"}])
     wait_state(page, "ended")
     assert page.inner_text(f"{ROWS}:last-child .feed-detail") == "Session ended: completed."
-    assert "every stored event is shown" in page.inner_text("#feed-end")
+    assert "every stored record has been read" in page.inner_text("#feed-end")
     assert page.errors == []

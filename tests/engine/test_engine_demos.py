@@ -133,17 +133,3 @@ def test_arms_demo_compares_a_typescript_root_a_python_subagent_and_a_tool_calle
     for agent in ("root", "agent-0"):
         bands = [{b["source"]: b["tokens"] for b in r["bySource"]} for r in of_type(records, "context_breakdown", agent)]
         assert any(b["search_results"] > 0 for b in bands) and any(b["docs_view"] > 0 for b in bands)
-
-
-def test_the_arms_demos_page_compares_both_languages_side_by_side(tmp_path, viewer_client):
-    from django.urls import reverse
-
-    from tests.pages_helpers import rows
-
-    run, _ = run_spec(demo("arms"), tmp_path)
-    html = viewer_client.get(reverse("runs:arms", args=[run.pk])).content.decode()
-    arms = [a for a, _ in rows(html, "data-arm")]
-    assert arms == ["python|return+parameters+errors", "typescript|return+errors", "|"]
-    figures = dict(rows(html, "data-row"))
-    assert figures["calls"] == "Calls 5 10 3"
-    assert all(int(n) > 0 for n in figures["docs_view"].split()[-3:-1] + figures["search_results"].split()[-3:-1])

@@ -379,36 +379,3 @@ def test_the_declarations_cover_every_operation_in_the_arms_spelling():
     assert "readFile(path: string, options?: { offset?: number; limit?: number }): FileRead;" in text
     assert 'spawnSubagent(request: SpawnRequest)' in text
     assert 'type SpawnRequest = { agent: string } & ({ prompt: string } | { issueId: string });' in text
-
-
-def test_a_code_skill_loads_its_typescript_module_into_lib(tmp_path):
-    skill = tmp_path / "skills" / "csv-tools"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text("# csv-tools\nParse CSV.\n")
-    (skill / "module.py").write_text("def parse(text):\n    return []\n")
-    (skill / "module.ts").write_text("export function parse(text: string): string[][] {\n"
-                                     "  return text.trim().split('\\n').map((line) => line.split(','));\n}\n")
-    ctx = ts(tmp_path, capabilities=["skills"])
-    assert run(ctx, 'import * as gg from "gg";\ngg.skills.readSkill("csv-tools");').outcome.ok
-    assert list(ctx[0].lib.modules) == ["csvTools"]
-    result = run(ctx, """
-        import * as csvTools from "lib:csvTools";
-        import { views } from "gg";
-        views.openText("rows", String(csvTools.parse("a,b\\nc,d").length));
-    """)
-    assert result.outcome.ok, result.outcome.error
-    assert result.outcome.views[0].body == "2"
-
-
-def test_run_program_takes_the_language(tmp_path):
-    import subprocess
-    import sys
-
-    program = tmp_path / "prog.ts"
-    program.write_text('import * as gg from "gg";\nconst n: number = 2;\ngg.views.openText("n", `${n * 21}`);\n')
-    done = subprocess.run([sys.executable, "manage.py", "run_program", str(program), "--language", "typescript"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    stream, model = done.stdout.split("--- model ---\n")
-    assert [json.loads(line)["type"] for line in stream.splitlines()][-1] == "code_execution"
-    assert model.startswith("View: n\n\n42")

@@ -161,7 +161,7 @@ async def test_calls_are_spelled_as_each_agent_wrote_them(cookie):
     html = ""
     while "agent-old" not in html or html.count('data-kind="tool"') < 1:
         html += await comm.receive_from(timeout=5)
-    rows = re.findall(r'data-agent="([^"]+)" data-kind="[^"]+">.*?feed-label">([^<]+)</span>.*?'
+    rows = re.findall(r'data-agent="([^"]+)" data-kind="(?!raw")[^"]+"[^>]*>.*?feed-label">([^<]+)</span>.*?'
                       r'feed-detail[^"]*">([^<]*)</span>(?:\s*<span class="feed-failure">([^<]+)</span>)?', html, re.S)
     assert [(a, label, detail, failure) for a, label, detail, failure in rows] == [
         ("root", "CALL", "gg.files.readFile", ""), ("root", "RESULT", "gg.files.readFile", ""),

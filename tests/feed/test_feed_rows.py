@@ -16,11 +16,12 @@ pytestmark = pytest.mark.django_db
 _names = itertools.count()
 
 
-def rows_of(records, after=0):
+def rows_of(records, after=0, raw=False):
+    """The rows of `records` — without those listed only under the raw kind, unless `raw`."""
     run = Run.objects.create(name=f"rows-{next(_names)}")
     append(run, records)
     rows, cursor = FeedRenderer(run.pk).next_batch(after)
-    return rows, cursor
+    return [r for r in rows if raw or r.kind != "raw"], cursor
 
 
 def one(record):
@@ -37,6 +38,8 @@ def test_panel_events_make_no_row_but_advance_the_cursor():
     ])
     assert rows == []
     assert cursor == 3
+    raw, _ = rows_of([{"type": "usage", "tokens": {}}, {"type": "agent_status", "status": "running"}], raw=True)
+    assert [(r.kind, r.label, r.tone) for r in raw] == [("raw", "usage", "raw"), ("raw", "agent_status", "raw")]
 
 
 def test_session_turn_and_message_rows():
@@ -48,7 +51,7 @@ def test_session_turn_and_message_rows():
     ])
     assert [(r.label, r.detail, r.tone) for r in rows] == [
         ("session", "Session started.", "system"),
-        ("turn", "Turn started.", "system"),
+        ("turn 1", "Turn 1 started.", "system"),
         ("agent", "Creating index.html.", "agent"),
         ("session", "Session ended: model_error.", "fail"),
     ]
@@ -126,7 +129,7 @@ def test_unknown_type_is_shown_raw_and_host_twins_are_not_rendered():
         {"type": "system", "stage": "pull_image", "status": "failed", "message": "no such image"},
         {"type": "gg", "event": {"type": "turn_started"}},
     ])
-    assert [(r.label, r.kind) for r in rows] == [("brand_new_kind", "other"), ("system", "system"), ("turn", "turn")]
+    assert [(r.label, r.kind) for r in rows] == [("brand_new_kind", "other"), ("system", "system"), ("turn 1", "turn")]
     assert '"weird":1' in rows[0].args
     assert rows[1].detail == "pull_image failed: no such image" and rows[1].tone == "fail"
 
@@ -165,7 +168,7 @@ def test_queries_per_batch_do_not_grow_with_events(django_assert_num_queries):
         rows, _ = FeedRenderer(small.pk).next_batch(0)
     with django_assert_num_queries(2):
         rows, _ = FeedRenderer(large.pk).next_batch(0)
-    assert [r.detail for r in rows[:2]] == ["gg.files.read_file"] * 2
+    assert [r.detail for r in rows if r.kind != "raw"][:2] == ["gg.files.read_file"] * 2
     # Resuming mid-run: the state at the cursor (open brackets, surfaces, profiles, agents) is read once.
     with django_assert_num_queries(5):
         rows, _ = FeedRenderer(large.pk).next_batch(100)

@@ -292,7 +292,7 @@ feed_records = st.builds(
                   ("root", {"type": "api_result", "object": {"name": 1}, "function": [2], "ok": False})])
 def test_any_record_of_any_type_renders_a_row_and_never_stalls_the_feed(records):
     # A row that raised would stop the feed at that seq for good (every reconnect reads it again).
-    events = [Ev(seq, rec["type"], agent, "2026-08-03T00:00:00Z", json.dumps(rec), None, None, "")
+    events = [Ev(seq, rec["type"], agent, "2026-08-03T00:00:00Z", json.dumps(rec), None, None, "", seq)
               for seq, (agent, rec) in enumerate(records, 1)]
     rows = FeedRenderer(1, FeedState(1)).rows(events)
     html = render_rows(rows, len(events))

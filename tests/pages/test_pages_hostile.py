@@ -12,7 +12,8 @@ pytestmark = pytest.mark.django_db
 
 ODD = [[1], {"a": 1}, None, 3, "x", True, [], ""]
 PAGES = [("detail", ()), ("agents", ()), ("agent", ("root",)), ("agent", ("s1",)), ("stores", ()),
-         ("divergences", ()), ("refusals", ()), ("arms", ()), ("api_report", ())]
+         ("divergences", ()), ("refusals", ()), ("arms", ()), ("api_report", ()), ("turn", ("root", 1)),
+         ("conversation", ("root",)), ("timeline", ())]
 
 
 def odd_stream(odd):
@@ -57,6 +58,15 @@ def odd_stream(odd):
         {"type": "agent_transition", "agentId": "root", "kind": "exec", "toAgentId": "s2", "modules": odd},
         {"type": "agent_spawned", "agentId": "s1", "parentAgentId": odd, "profileId": odd},
         {"type": "fsm_state", "agentId": "s1", "fsmId": odd, "state": odd},
+        {"type": "context_message", "agentId": "root", "id": odd, "role": odd, "content": odd, "tokens": odd,
+         "toolCalls": [odd, {"name": "submit_program", "args": odd}, {"name": "submit_program", "args": {"program": odd}}]},
+        {"type": "context_message", "agentId": "root", "id": "m1", "toolCalls": odd},
+        {"type": "prompt", "agentId": "root", "request": [odd, {"id": odd, "source": odd}], "responseId": odd,
+         "tokens": odd, "durationMs": odd, "totalTokens": odd, "finishReason": odd},
+        {"type": "prompt", "agentId": "root", "request": odd, "responseId": "m1"},
+        {"type": "shell", "agentId": "root", "command": odd, "exitCode": odd, "cwd": odd, "stdout": odd, "stderr": odd,
+         "origin": odd},
+        {"type": "turn_timing", "agentId": "root", "promptMs": odd, "requestMs": odd, "responseMs": odd},
         {"type": "turn_outcome", "agentId": "root", "outcome": "error", "error": odd, "errorType": odd},
         {"type": "usage", "agentId": "root", "tokens": odd, "cost": odd, "profileId": odd},
         {"type": "slot_usage", "profileId": odd, "tokens": odd, "cost": odd},
@@ -75,6 +85,8 @@ def test_odd_shapes_are_stored_and_every_page_answers(viewer_client, odd):
     for name, args in PAGES:
         response = viewer_client.get(reverse(f"runs:{name}", args=(run.pk, *args)))
         assert response.status_code == 200, (name, args)
+    for seq in range(1, len(records) + 1):  # every record's own page
+        assert viewer_client.get(reverse("runs:event", args=(run.pk, seq))).status_code == 200, seq
 
 
 def test_figures_past_a_floats_range_print_as_they_are():
@@ -101,13 +113,15 @@ def test_agent_ids_of_any_text_list_on_every_page_and_link_where_a_url_can_carry
             {"type": "api_result", "agentId": agent, "operation": "shell.shell", "ok": False, "failure": "unavailable"},
         ]
     ingest.append(run, records)
-    for name in ("agents", "stores", "divergences", "refusals", "arms"):
+    for name in ("agents", "stores", "divergences", "refusals", "arms", "timeline"):
         response = viewer_client.get(reverse(f"runs:{name}", args=[run.pk]))
         assert response.status_code == 200, name  # a line break in one id took each of these down
     roster = viewer_client.get(reverse("runs:agents", args=[run.pk])).content.decode()
-    assert '<code class="ident">&lt;s&gt;</code>' in roster and "<s>" not in roster
-    assert '<code class="ident" title="no link: the id holds a character a URL cannot carry">a\nb</code>' in roster
+    assert "<code>&lt;s&gt;</code>" in roster and "<s>" not in roster
+    assert '<code title="no link: the id holds a character a URL cannot carry">a\nb</code>' in roster
     for agent in AGENT_IDS[1:]:
         url = reverse("runs:agent", args=[run.pk, agent])
         assert f'href="{url}"' in roster
         assert viewer_client.get(url).status_code == 200, agent
+    for seq in range(1, len(records) + 1):
+        assert viewer_client.get(reverse("runs:event", args=(run.pk, seq))).status_code == 200, seq

@@ -22,8 +22,14 @@ def make_run(name, n):
     return run
 
 
-def urls(run):
-    return [reverse(f"runs:{name}", args=(run.pk, *args)) for name, args in PAGES] + [
+# The inspection pages: records (a call, its result, a program, a tool call), a turn of each agent,
+# a conversation, the timeline and a record's JSON.
+INSPECT = [("event", (11,)), ("event", (12,)), ("event", (16,)), ("event", (18,)), ("turn", ("root", 1)),
+           ("turn", ("t1", 1)), ("conversation", ("root",)), ("timeline", ()), ("api_event", (3,))]
+
+
+def urls(run, pages=PAGES):
+    return [reverse(f"runs:{name}", args=(run.pk, *args)) for name, args in pages] + [
         reverse("runs:api_report", args=[run.pk])]
 
 
@@ -33,6 +39,15 @@ def test_page_queries_do_not_grow_with_events(viewer_client, django_assert_max_n
     for small_url, large_url in zip(urls(small), urls(large)):
         with CaptureQueriesContext(connection) as captured:
             assert viewer_client.get(small_url).status_code == 200
+        with django_assert_max_num_queries(len(captured), info=large_url):
+            assert viewer_client.get(large_url).status_code == 200
+
+
+def test_inspection_pages_queries_do_not_grow_with_events(viewer_client, django_assert_max_num_queries):
+    small, large = make_run("small", 40), make_run("large", 10_000)
+    for small_url, large_url in zip(urls(small, INSPECT), urls(large, INSPECT)):
+        with CaptureQueriesContext(connection) as captured:
+            assert viewer_client.get(small_url).status_code == 200, small_url
         with django_assert_max_num_queries(len(captured), info=large_url):
             assert viewer_client.get(large_url).status_code == 200
 

@@ -11,7 +11,6 @@ from runs.engine.tools.context_views import SEARCH_RESULTS, docs_view, file_view
 from surfaces.catalogue import BY_ID, OPERATIONS
 
 HANDLERS = {}
-SOURCE_SUFFIXES = {"python": ".py", "typescript": ".ts"}  # a code skill's module file, per arm
 
 
 def handles(op_id):
@@ -78,8 +77,7 @@ def _tree(m, path, depth):
 def _read_skill(m, name):
     library = m.store("skills")
     text = library.read(name)
-    # A code skill (its module in the program language's own file) loads into lib for the next program.
-    m.load_code(name, library.code_module(name, SOURCE_SUFFIXES.get(m.ctx.language, ".py")))
+    m.load_code(name, library.code_module(name))  # a code skill loads into lib for the next program
     m.snapshot("skills")
     return text
 

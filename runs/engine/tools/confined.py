@@ -29,7 +29,6 @@ import selectors
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -162,19 +161,14 @@ class _PidsCgroup:
         return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', os.path.join(self.path, "cgroup.procs"), *argv]
 
     def remove(self):
-        """Kill whatever is left in the cgroup and remove it; killed processes the host's init has
-        not reaped yet keep it busy, so past a moment the removal goes on in the background."""
-        if self.path is not None and not self._sweep(attempts=50):
-            threading.Thread(target=self._sweep, kwargs={"attempts": 3000}, daemon=True,
-                             name="gg-shell-cgroup").start()
-
-    def _sweep(self, attempts):
-        for _ in range(attempts):
+        if self.path is None:
+            return
+        for _ in range(100):
             try:
                 with open(os.path.join(self.path, "cgroup.procs")) as procs:
                     pids = [int(line) for line in procs if line.strip()]
             except OSError:
-                return True  # already gone
+                break
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -182,10 +176,9 @@ class _PidsCgroup:
                     pass
             try:
                 os.rmdir(self.path)
-                return True
+                return
             except OSError:
                 time.sleep(0.01)
-        return False
 
 
 def run_confined(command, workspace, timeout, *, interrupt=None, limits=Limits(), tail_chars=TAIL_CHARS):

@@ -1,0 +1,174 @@
+"""Calls and time: each call's two halves paired, its duration, latency per operation and per tool,
+and generated tokens per second pooled over model time.
+
+Durations are differences of the stored gg timestamps (microseconds: Python reads a stamp to the
+microsecond), never a clock of the console's. A call's halves are paired per agent and turn, first
+opened first closed for one operation (gg runs an agent's calls one at a time; a delegation's child
+subtree lands inside the bracket under the child's own agent id, so it never interleaves).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict, deque
+from dataclasses import dataclass
+
+from runs.stream.record import parse_timestamp
+from runs.models import Event, Run
+from runs.stream.record import gg_record
+
+OPENING = {"api_call": "api_result", "tool_call": "tool_result"}
+CLOSING = {v: k for k, v in OPENING.items()}
+CALL_TYPES = tuple(OPENING) + tuple(CLOSING)
+CALL_COLUMNS = ("seq", "type", "agent_id", "turn", "timestamp", "operation", "tool_name", "ok", "failure")
+
+
+def ms_between(start: str, end: str):
+    """Milliseconds from stamp `start` to stamp `end` (float), or None when either cannot be read."""
+    a, b = parse_timestamp(start), parse_timestamp(end)
+    if a is None or b is None:
+        return None
+    return (b - a).total_seconds() * 1000
+
+
+@dataclass
+class Call:
+    seq: int
+    agent_id: str
+    turn: int | None
+    surface: str  # "api" | "tool"
+    name: str  # the operation or the tool name
+    timestamp: str
+    result_seq: int | None = None
+    result_timestamp: str = ""
+    ok: bool | None = None
+    failure: str = ""
+
+    @property
+    def duration_ms(self):
+        return ms_between(self.timestamp, self.result_timestamp) if self.result_seq else None
+
+
+def pair_calls(rows) -> list[Call]:
+    """Calls (in opening order) from rows of CALL_COLUMNS in seq order, each with its result when
+    one was stored. A result with no opening half is kept as a call of its own (no duration)."""
+    calls, open_ = [], defaultdict(deque)  # (agent, turn, surface, name) -> calls awaiting a result
+    for seq, etype, agent_id, turn, timestamp, operation, tool_name, ok, failure in rows:
+        surface = "api" if etype.startswith("api_") else "tool"
+        name = operation if surface == "api" else tool_name
+        key = (agent_id, turn, surface, name)
+        if etype in OPENING:
+            call = Call(seq, agent_id, turn, surface, name, timestamp)
+            calls.append(call)
+            open_[key].append(call)
+            continue
+        waiting = open_.get(key)
+        call = waiting.popleft() if waiting else None
+        if call is None:
+            call = Call(seq, agent_id, turn, surface, name, "")
+            calls.append(call)
+        call.result_seq, call.result_timestamp, call.ok, call.failure = seq, timestamp, ok, failure
+    return calls
+
+
+def call_rows(run: Run, **filters):
+    """The call halves of a run (narrowed by Event `filters`), as rows for `pair_calls` (one query)."""
+    return Event.objects.filter(run=run, type__in=CALL_TYPES, **filters).order_by("seq").values_list(*CALL_COLUMNS)
+
+
+def other_half(run: Run, event: Event):
+    """(seq of the event's other half or None, ms between the halves or None) for a call half."""
+    if event.type not in CALL_TYPES:
+        return None, None
+    for call in pair_calls(call_rows(run, agent_id=event.agent_id, turn=event.turn)):
+        if event.seq in (call.seq, call.result_seq):
+            other = call.result_seq if event.seq == call.seq else (call.seq if call.timestamp else None)
+            return other, call.duration_ms if other else None
+    return None, None
+
+
+def percentile(values, p):
+    """The nearest-rank percentile of `values` (p in 0..100), or None for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def latency_table(calls) -> list[dict]:
+    """Per (surface, operation or tool): count, failures, failure rate, p50 / p95 ms, most called
+    first. Counted on the opening half (a lone result counts too, as gg's call did happen)."""
+    groups = defaultdict(list)
+    for call in calls:
+        groups[(call.surface, call.name)].append(call)
+    out = []
+    for (surface, name), group in groups.items():
+        durations = [c.duration_ms for c in group if c.duration_ms is not None]
+        failures = sum(1 for c in group if c.ok is False)
+        out.append({"surface": surface, "name": name, "count": len(group), "failures": failures,
+                    "failure_rate": failures / len(group), "p50_ms": percentile(durations, 50),
+                    "p95_ms": percentile(durations, 95), "timed": len(durations)})
+    return sorted(out, key=lambda r: (-r["count"], r["surface"], r["name"]))
+
+
+def generated_throughput(run: Run, **filters) -> dict:
+    """Generated tokens per second pooled the way gg's console pools it: tokens over time inside
+    model calls, never a mean of per-call rates. Per turn, the output tokens of its `usage` deltas
+    and its model time (`turn_timing.requestMs`, which is `prompt.durationMs`); only turns that
+    report both count. Reads the two small records per turn, not the prompts (one query).
+    {"run": pooled over every agent, "agents": {agent_id: pooled}}, each
+    {tokens, ms, turns, per_second (None without model time)}."""
+    output, model_ms = defaultdict(int), {}
+    rows = Event.objects.filter(run=run, type__in=("usage", "turn_timing"), **filters).values_list(
+        "agent_id", "turn", "type", "raw")
+    for agent_id, turn, etype, raw in rows.iterator(chunk_size=2000):
+        rec = gg_record(raw)
+        if etype == "usage":
+            tokens = rec.get("tokens") if isinstance(rec.get("tokens"), dict) else {}
+            if _number(tokens.get("output")):
+                output[(agent_id, turn)] += tokens["output"]
+        elif _number(rec.get("requestMs")) and rec["requestMs"] > 0:
+            model_ms[(agent_id, turn)] = rec["requestMs"]
+    both = [key for key in model_ms if key in output]
+    by_agent = defaultdict(list)
+    for key in both:
+        by_agent[key[0]].append(key)
+    return {"run": _pooled(both, output, model_ms),
+            "agents": {agent_id: _pooled(keys, output, model_ms) for agent_id, keys in by_agent.items()}}
+
+
+def _pooled(keys, output, model_ms):
+    tokens, ms = sum(output[k] for k in keys), sum(model_ms[k] for k in keys)
+    return {"tokens": tokens, "ms": ms, "turns": len(keys), "per_second": tokens / (ms / 1000) if ms else None}
+
+
+TIMING_PHASES = (("promptMs", "prompt"), ("requestMs", "request"), ("responseMs", "response"))
+
+
+def timing_split(rec: dict) -> dict | None:
+    """A turn_timing record as {phases: [(name, ms)], total} (gg's three phases partition the turn)."""
+    if not rec:
+        return None
+    phases = [(name, rec.get(key)) for key, name in TIMING_PHASES]
+    phases = [(name, v if _number(v) and v >= 0 else 0) for name, v in phases]
+    return {"phases": phases, "total": sum(v for _, v in phases)}
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def run_latency(run: Run) -> dict:
+    """{"run": latency_table over every call, "agents": {agent_id: latency_table}} (one query)."""
+    every = pair_calls(call_rows(run))
+    by_agent = defaultdict(list)
+    for call in every:
+        by_agent[call.agent_id].append(call)
+    return {"run": latency_table(every), "agents": {a: latency_table(c) for a, c in by_agent.items()}}
+
+
+def latency_doc(table) -> list[dict]:
+    """A latency table as the report writes it (camelCase, milliseconds)."""
+    return [{"surface": r["surface"], "name": r["name"], "count": r["count"], "failures": r["failures"],
+             "failureRate": r["failure_rate"], "p50Ms": r["p50_ms"], "p95Ms": r["p95_ms"], "timed": r["timed"]}
+            for r in table]

@@ -1,0 +1,100 @@
+"""Tags for inspecting steps: times in milliseconds and offsets, links to a turn, an event and an
+operation's reference entry, and the stacked turn-timing bars."""
+
+from django import template
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from runs.pages.events import turn_url
+from surfaces.arms import LANGUAGES
+
+register = template.Library()
+
+
+@register.filter
+def ms(value):
+    """A duration in milliseconds: 0.3 -> "0.3 ms", 49.754 -> "49.8 ms", 12300 -> "12.30 s"; None -> "—"."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "—"
+    if abs(value) >= 1000:
+        return f"{value / 1000:.2f} s"
+    return f"{value:.1f} ms" if value != int(value) or abs(value) < 10 else f"{int(value)} ms"
+
+
+@register.filter
+def offset_s(value):
+    """Seconds from the run's start: 1.2345 -> "+1.235 s"."""
+    if not isinstance(value, (int, float)):
+        return "—"
+    return f"{'+' if value >= 0 else '−'}{abs(value):.3f} s"
+
+
+@register.filter
+def percent(value):
+    if not isinstance(value, (int, float)):
+        return "—"
+    return f"{value * 100:.0f}%" if value in (0, 1) else f"{value * 100:.1f}%"
+
+
+@register.simple_tag
+def turn_href(run_pk, agent_id, turn):
+    return turn_url(run_pk, agent_id, turn)
+
+
+@register.simple_tag
+def event_href(run_pk, seq):
+    return reverse("runs:event", args=(run_pk, seq)) if seq else ""
+
+
+def reference_href(operation: str, language: str = "") -> str:
+    """`/reference/?lang=<arm>#<operation>` (the default arm when the agent has none of the eleven)."""
+    query = f"?{urlencode({'lang': language})}" if language in LANGUAGES else ""
+    return f"{reverse('surfaces:reference')}{query}#{operation}"
+
+
+@register.simple_tag
+def reference_url(operation, language=""):
+    return reference_href(str(operation), language)
+
+
+@register.inclusion_tag("runs/_operation_link.html")
+def operation_link(operation, language="", spelled=""):
+    """An operation, spelled as the agent wrote it when known, linking to its reference entry."""
+    return {"href": reference_href(str(operation), language), "operation": operation, "spelled": spelled}
+
+
+@register.filter
+def offset_ms(value):
+    """Milliseconds from the run's start as "+1.234 s"."""
+    return offset_s(value / 1000) if isinstance(value, (int, float)) else "—"
+
+
+TIMING_HEIGHT = 120
+PHASE_COLOURS = {"prompt": "#8d8d86", "request": "#2f5fd0", "response": "#c77d0a"}
+
+
+@register.inclusion_tag("runs/_timing_chart.html")
+def timing_chart(run_pk, agent_id, timings):
+    """turn_timing as stacked bars, one per turn (prompt, request, response), each opening its turn."""
+    turns = timings["turns"]
+    width = max(4, min(28, 900 // max(len(turns), 1)))
+    peak = timings["peak"] or 1
+    bars = []
+    for i, t in enumerate(turns):
+        y, rects = TIMING_HEIGHT, []
+        for name, value in t["timing"]["phases"]:
+            h = value * TIMING_HEIGHT / peak
+            y -= h
+            if h > 0:
+                rects.append({"phase": name, "ms": value, "y": round(y, 2), "h": round(h, 2), "colour": PHASE_COLOURS[name]})
+        bars.append({"x": i * width, "turn": t["turn"], "total": t["timing"]["total"], "rects": rects,
+                     "phases": t["timing"]["phases"], "href": turn_url(run_pk, agent_id, t["turn"])})
+    return {"bars": bars, "width": max(width - 2, 2), "height": TIMING_HEIGHT, "svg_width": max(len(turns) * width, 1),
+            "peak": peak, "legend": list(PHASE_COLOURS.items())}
+
+
+@register.filter
+def last_line(value):
+    """The last non-blank line of a text (an error's own line: `KeyError: 'b'`)."""
+    lines = [line for line in str(value or "").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""

@@ -1,0 +1,120 @@
+"""Inspecting a step in Debian's Chromium: a feed row opens its record (click and Enter), the record
+links to its other half and the browser comes back; a refusal opens its turn; the board demo's
+timeline draws one lane per agent whose blocks open turns. Screenshots under var/screenshots/."""
+
+import json
+
+import pytest
+
+from runs.demo import DEMO_DIR
+from tests.paths import REPO
+from tests.inspect_stream import inspect_stream
+from tests.streams import REAL_MOCK
+
+pytestmark = pytest.mark.e2e
+
+SHOTS = REPO / "var" / "screenshots"
+
+
+def run_pk(server, name):
+    out = server.manage("shell", "-c", f"from runs.models import Run; print(Run.objects.get(name={name!r}).pk)")
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def shoot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"inspect-{name}.png"), full_page=False)
+
+
+@pytest.fixture(scope="module")
+def runs(console_server, tmp_path_factory):
+    authored = tmp_path_factory.mktemp("inspect") / "inspect.ndjson"
+    authored.write_text("".join(json.dumps(r) + "\n" for r in inspect_stream()))
+    console_server.manage("ingest", REAL_MOCK, "--run", "inspect-mock")
+    console_server.manage("ingest", authored, "--run", "inspect-authored")
+    console_server.manage("launch", DEMO_DIR / "board.spec.json", "--name", "inspect-board", "--wait")
+    return {name: run_pk(console_server, f"inspect-{name}") for name in ("mock", "authored", "board")}
+
+
+def test_a_feed_row_opens_its_record_which_opens_its_other_half_and_back(page, console_server, runs):
+    base = f"{console_server.url}/runs/{runs['mock']}"
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{base}/feed/")
+    row = page.locator("#feed-rows .feed-row[data-kind=tool]").first
+    row.wait_for()
+    seq = int(row.get_attribute("data-seq"))
+    shoot(page, "feed")
+    row.click()  # anywhere on the row: its link is stretched over it
+    page.wait_for_url(f"{base}/events/{seq}/")
+    assert page.locator("h2.event-title code").inner_text() == "tool_call"
+    shoot(page, "event-call")
+    page.click("#other-half")
+    page.wait_for_url(f"{base}/events/{seq + 1}/")
+    assert "ms between the halves" in page.locator("#event-facts").inner_text()
+    assert page.locator("#other-half").get_attribute("href") == f"/runs/{runs['mock']}/events/{seq}/"
+    page.go_back()
+    page.wait_for_url(f"{base}/events/{seq}/")
+    page.go_back()
+    page.wait_for_url(f"{base}/feed/")
+    # The keyboard: focus the row's link and press Enter.
+    link = page.locator(f"#feed-rows .feed-row[data-seq='{seq}'] a.feed-open")
+    link.wait_for()
+    link.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{base}/events/{seq}/")
+    assert page.errors == [], page.errors
+
+
+def test_a_failed_program_row_opens_the_program_with_its_failing_line(page, console_server, runs):
+    base = f"{console_server.url}/runs/{runs['authored']}"
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{base}/feed/?kind=program")
+    row = page.locator("#feed-rows .feed-row.tone-fail").first
+    row.wait_for()
+    assert "KeyError: 'b'" in row.inner_text() and "turn 3" in row.inner_text()
+    row.click()
+    page.wait_for_url(f"{base}/events/*/")
+    failing = page.locator("ol.source li.failing")
+    assert failing.count() == 1 and failing.get_attribute("data-line") == "3"
+    shoot(page, "event-program")
+
+
+def test_a_refusal_opens_its_turn(page, console_server, runs):
+    base = f"{console_server.url}/runs/{runs['authored']}"
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{base}/refusals/")
+    page.locator(".refusal-group > summary").first.click()
+    page.locator("a.refusal-turn").first.click()
+    page.wait_for_url(f"{base}/agents/root/turns/3/")
+    assert page.locator("#turn-refusals").is_visible() and page.locator("#turn-programs ol.source li.failing").count() == 1
+    shoot(page, "turn")
+    page.goto(f"{base}/agents/root/conversation/")
+    assert page.locator("section.conversation-turn").count() == 4
+    shoot(page, "conversation")
+    page.goto(f"{base}/agents/root/")
+    page.locator("#time").scroll_into_view_if_needed()
+    assert page.locator("#latency tbody tr").count() >= 3
+    shoot(page, "agent-time")
+    assert page.errors == [], page.errors
+
+
+def test_the_board_timeline_has_one_lane_per_agent_and_its_blocks_open_turns(page, console_server, runs):
+    base = f"{console_server.url}/runs/{runs['board']}"
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{base}/agents/")
+    agents = page.locator("#agent-roster tbody tr").count()
+    page.goto(f"{base}/timeline/")
+    lanes = page.locator("#timeline g.lane")
+    assert agents > 1 and lanes.count() == agents
+    shoot(page, "timeline-board")
+    block = page.locator("#timeline a.turn-block").first
+    href = block.get_attribute("href")
+    assert "/turns/" in href
+    block.click()
+    page.wait_for_url(f"{console_server.url}{href}")
+    assert page.locator("h2.turn-title").is_visible()
+    page.go_back()
+    page.click("#zoom-in")
+    page.wait_for_url(f"{base}/timeline/?start=*")
+    assert page.locator("#timeline g.lane").count() == agents and page.locator("#zoom-out").is_visible()
+    assert page.errors == [], page.errors
