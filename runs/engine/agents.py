@@ -70,7 +70,8 @@ class Agent:
 
     @property
     def workspace(self):
-        return self.engine.workspace
+        """The run's workspace as this agent writes to it: through its hooks (runs.engine.hooks)."""
+        return self.engine.workspace_for(self)
 
     @property
     def window(self):

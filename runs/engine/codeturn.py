@@ -77,7 +77,7 @@ def context(engine, agent):
             agent.emit(record.pop("type"), **record)
 
         agent.ctx = AgentContext(
-            agent_id=agent.id, grants=agent.grants(), workspace=engine.workspace, emit=emit,
+            agent_id=agent.id, grants=agent.grants(), workspace=agent.workspace, emit=emit,
             language=agent.profile.language, doc_view_types=agent.profile.doc_view_types,
             stores={kind: h.impl for kind, h in agent.holdings.items() if h.enabled and kind != "history"},
             timeout_secs=params.get("timeoutSecs", 30), max_memory_bytes=params.get("maxMemoryBytes", 268435456),

@@ -31,6 +31,7 @@ from pathlib import Path
 from runs.engine import codeturn, thread, toolcalls
 from runs.engine.agents import Agent, Handle, SessionOver, message
 from runs.engine.delegation import Delegator
+from runs.engine.hooks import HookedWorkspace, Hooks
 from runs.engine.holdings import StoreRegistry, open_holdings
 from runs.engine.providers import SUBMIT_PROGRAM, ProviderError, Request, make_provider
 from runs.engine.sandbox.model_text import code_prompt
@@ -58,6 +59,8 @@ class Engine(Delegator):
         for path, contents in spec.workspace["files"].items():
             self.workspace.write_file(path, contents)
         self.registry = StoreRegistry(Path(workspace_dir))
+        self.hooks = Hooks(self)
+        self._agent_workspaces = {}
         self.should_cancel = should_cancel
         self.provider = provider or make_provider(spec.provider)
         self.agents = []
@@ -81,6 +84,11 @@ class Engine(Delegator):
         self.branches, self.attempts, self.issue_summaries = {}, {}, {}
         self.issues_done = set()
         self.review_phases = Counter()
+
+    def workspace_for(self, agent):
+        if agent.id not in self._agent_workspaces:
+            self._agent_workspaces[agent.id] = HookedWorkspace(self.workspace, agent)
+        return self._agent_workspaces[agent.id]
 
     # -- ids and incarnations --------------------------------------------------------------
     def mint_id(self):
@@ -121,6 +129,7 @@ class Engine(Delegator):
             self.snapshot(agent, kind)
         if agent.reports_status:
             agent.emit("agent_status", status="running")
+        self.hooks.post("agent-start", agent, profileId=agent.profile.slug, brief=agent.brief)
         self.agents.append(agent)
         self.telemetry.flush()
 
@@ -139,7 +148,9 @@ class Engine(Delegator):
         root = Agent(self, "root", root_profile, machine=machine, state=state)
         self.root_handle = root.handle = Handle(root)
         holdings = open_holdings(self.registry, root_profile)
-        self.open(root, [message("user", self.spec.task, "user_prompt")], holdings)
+        opening = [message("user", self.spec.task, "user_prompt")]
+        opening += [message("user", text, "user_prompt") for text in self.hooks.fire("session-start", task=self.spec.task).inserts]
+        self.open(root, opening, holdings)
 
     # -- the schedule ----------------------------------------------------------------------
     def run(self):
@@ -154,6 +165,11 @@ class Engine(Delegator):
             log.exception("engine run %s failed", self.telemetry.session_id)
             self.telemetry.emit("log", level="error", message=f"the engine failed: {type(exc).__name__}: {exc}")
             status = "internal_error"
+        if status != "hook_error":
+            try:
+                self.hooks.fire("session-end", status=status)
+            except SessionOver as over:
+                status = over.status
         close_session(self, status, breach)
         return status
 
@@ -211,8 +227,10 @@ class Engine(Delegator):
         agent.emit("turn_started")
         if agent.compaction:
             self.compactions += 1
+            self.hooks.fire("pre-compact", agent)
             thread.compact(self, agent, **agent.compaction)
             agent.compaction = None
+            self.hooks.post("post-compact", agent)
         if agent.inbox:
             agent.window.extend(agent.inbox)
             agent.inbox = []
@@ -263,6 +281,8 @@ class Engine(Delegator):
             error = codeturn.run(self, agent, reply)
         else:
             error = toolcalls.run_turn(self, agent, reply, offered)
+        if agent.ending and not self.stopping:
+            self.hooks.gate_ending(agent)  # a blocked ending is not taken: the session continues
         if agent.ending:
             self._outcome(agent, "finished", responseChars=chars)
         elif error:

@@ -5,6 +5,7 @@ by `runs.engine.validation.validate_spec` for each of `agents`)."""
 from surfaces import docviews
 from surfaces.arms import LANGUAGES
 from surfaces.catalogue import BY_ID, CAPABILITIES, ENDINGS, TOOLS_BY_NAME
+from runs.engine import hooks
 from runs.engine.spec import (ENGINE_LANGUAGES, MEMORY_SCOPES, MODES, MODULE_KINDS, ROSTER_SCOPES, Capability,
                               Profile, RosterEntry, State, Transition)
 
@@ -78,6 +79,8 @@ def validate_profile(raw, path, slugs, provider, engine, errors):
         fsm_index = caps_path.get("fsm")
         states = _validate_states(fsm.params.get("states"), f"{path}.capabilities[{fsm_index}].params.states",
                                   slugs, errors)
+    for where, message in hooks.validation_errors(raw.get("hooks"), f"{path}.hooks", hooks.AGENT_EVENTS):
+        errors.add(where, message)
     model_id = raw.get("modelId") or ""
     if not isinstance(model_id, str):
         errors.add(f"{path}.modelId", "modelId is a string")

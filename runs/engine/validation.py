@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from runs.demo import demo_names
+from runs.engine import hooks
 from runs.engine.provider_policy import base_url_refusal, key_env_refusal, reply_errors
 from runs.engine.run_workspace import seed_refusal
 from runs.engine.profile_validation import as_list, is_int, is_number, validate_profile
@@ -42,6 +43,8 @@ def validate_spec(data):
     limits = _validate_limits(data.get("limits", {}), errors)
     workspace = _validate_workspace(data.get("workspace"), errors)
     profiles = _validate_profiles(data.get("agents"), provider, engine, errors)
+    for path, message in hooks.validation_errors(data.get("hooks"), "hooks", hooks.SESSION_EVENTS):
+        errors.add(path, message)
     if "name" in data and not isinstance(data["name"], str):
         errors.add("name", "name is a string")
     if errors:

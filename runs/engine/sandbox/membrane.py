@@ -25,6 +25,7 @@ from runs.engine.sandbox.handlers import HANDLERS
 from runs.engine.sandbox.typescript import lib_entries as typescript_lib_entries, lib_key
 from runs.engine.tools import docs
 from runs.engine.tools.errors import ToolError
+from runs.engine.agents import SessionOver
 from runs.engine.tools.workspace import Workspace
 from runs.engine.tools.context_views import SEARCH_RESULTS, OpenViews, docs_view
 
@@ -228,6 +229,8 @@ class Membrane:
             result = ("err", {"code": exc.code, "operation": BY_ID[op_id].key, "message": exc.message})
             if op_id.startswith("views.") and exc.code in ("limit-exceeded", "invalid-argument"):
                 self.view_record("refused", "warn", f"a view call was refused: {clip(exc.message, MAX_FAILURE_TEXT_BYTES)}")
+        except SessionOver:  # a run-wide stop met inside the call (a hook failed): the turn closes, then the run ends
+            result = ("err", {"code": "refused", "operation": BY_ID[op_id].key, "message": "the run is stopping"})
         except Exception as exc:  # a defect in a tool must not take the program down with a trap
             result = ("err", {"code": "other", "operation": BY_ID[op_id].key, "message": f"gg failed: {exc}"})
             self.log("error", f"`{op_id}` raised inside gg: {clip(repr(exc), MAX_FAILURE_TEXT_BYTES)}")
