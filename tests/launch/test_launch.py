@@ -416,3 +416,11 @@ def test_a_launch_is_leased_before_it_commits_so_a_sweep_in_between_spares_it(op
         assert run.status == Run.Status.QUEUED
     finally:
         client.delete(dispatch.LEASE_KEY.format(run.pk))
+
+
+@pytest.mark.django_db
+def test_the_launch_form_offers_the_typescript_arm(operator_client):
+    fields = demo_form(operator_client, "arms")
+    assert fields["agents.0.programLanguage"] == ["typescript"] and fields["agents.1.programLanguage"] == ["python"]
+    page = operator_client.get(reverse("runs:new")).content.decode()
+    assert 'value="typescript"' in page and 'value="python"' in page
