@@ -133,3 +133,15 @@ def test_arms_demo_compares_a_typescript_root_a_python_subagent_and_a_tool_calle
     for agent in ("root", "agent-0"):
         bands = [{b["source"]: b["tokens"] for b in r["bySource"]} for r in of_type(records, "context_breakdown", agent)]
         assert any(b["search_results"] > 0 for b in bands) and any(b["docs_view"] > 0 for b in bands)
+
+
+def test_a_code_agents_system_prompt_names_its_modules_in_its_own_arm(tmp_path):
+    _, records = run_spec(demo("arms"), tmp_path)
+    system = {agent: next(r["content"] for r in of_type(records, "context_message", agent) if r["role"] == "system")
+              for agent in ("root", "agent-0", "agent-1")}
+    assert 'reach gg through `import * as gg from "gg";`' in system["root"]
+    assert "- gg.files: Read, write" in system["root"] and "- gg.delegation:" in system["root"]
+    assert "nothing `console.log` writes is readable by you" in system["root"]
+    assert "reach gg through `import gg`" in system["agent-0"] and "- gg.delegation:" not in system["agent-0"]
+    assert "nothing `print` writes" in system["agent-0"]
+    assert "gg's modules" not in system["agent-1"]  # a tool-calling agent binds no module
