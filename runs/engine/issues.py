@@ -6,8 +6,9 @@ id `<ISSUE>.<attempt>i`, `issueId` on every record — works from a brief built 
 `finish` moves the issue to `in_review` when the issue names reviewers (`reviewerIds`, the profile
 slugs given to create_issue), else straight to `done`. Reviewers (`<ISSUE>.<attempt>i.<n>r`, review
 role) run in turn; the first `request_changes` ends the round and sends a new implementer attempt back
-to work with the items (`retries` + 1; a review has no cycle limit); every reviewer approving accepts
-the issue. An implementer stopped by its own ceiling fails the issue. Each move is a `board_state`;
+to work with the items (`retries` + 1); every reviewer approving accepts the issue. An implementer
+stopped by its own ceiling is retried the same way; once `retries` has reached the board's
+`maxRetries` (project-management param, gg's default 1), the next failure fails the issue. Each move is a `board_state`;
 `issue_review` and `worktree_merged` go on the issue's stream (the implementer attempt's).
 
 The built-in engine keeps no git worktrees: every issue agent works in the shared workspace, and the
@@ -34,13 +35,16 @@ def wait(engine, waiter, issue_id):
             raise ToolError("refused", f"{issue_id} is blocked by {', '.join(unmet)}, not yet done")
         if issue["agentId"] not in {p.slug for p in engine.spec.profiles}:
             raise ToolError("invalid-argument", f"{issue_id} names {issue['agentId']!r}, which is no profile's slug")
-        engine.block(waiter, f"issue {issue_id}", lambda: _work(engine, board, issue))
+        max_retries = waiter.params("project-management").get("maxRetries", 1)
+        engine.block(waiter, f"issue {issue_id}", lambda: _work(engine, board, issue, max_retries))
     elif issue["status"] not in TERMINAL:
         raise ToolError("refused", f"{issue_id} is {issue['status']} inside another agent's wait")
     return f"{issue_id} {issue['status']}: {engine.issue_summaries.get(issue_id, '')}"
 
 
-def _work(engine, board, issue):
+def _work(engine, board, issue, max_retries):
+    """The issue's attempts: an implementer stopped by its ceiling, or a review asking for changes,
+    sends a new attempt back to work while `retries` < maxRetries; past that the issue fails."""
     issue_id = issue["id"]
     branch = engine.branches.setdefault(issue_id, f"gg/issue-{len(engine.branches) + 1}")
     items = None
@@ -55,17 +59,25 @@ def _work(engine, board, issue):
         handle = implementer.handle
         engine.issue_summaries[issue_id] = handle.summary
         if handle.status != "completed":
+            items = [f"the previous attempt ({implementer.id}) stopped: {handle.summary}"]
+        else:
+            if not issue["reviewerIds"]:
+                break
+            issue["status"] = "in_review"
+            _moved(implementer, board)
+            items = _review(engine, issue, implementer, handle.summary, branch)
+            if items is None:
+                break
+        outcome = "stopped" if handle.status != "completed" else "sent back by its review"
+        if issue["retries"] >= max_retries:
+            implementer.emit("log", level="warn", message=f"{issue_id}: attempt {implementer.id} {outcome}; "
+                             f"no retries left (maxRetries {max_retries}), the issue fails")
             implementer.emit("worktree_merged", branch=branch, merged=False, conflicts=False)  # discarded
             issue["status"] = "failed"
             _moved(implementer, board)
             return
-        if not issue["reviewerIds"]:
-            break
-        issue["status"] = "in_review"
-        _moved(implementer, board)
-        items = _review(engine, issue, implementer, handle.summary, branch)
-        if items is None:
-            break
+        implementer.emit("log", level="info", message=f"{issue_id}: attempt {implementer.id} {outcome}; retry "
+                         f"{issue['retries'] + 1} of {max_retries}")
         issue.update(status="in_progress", retries=issue["retries"] + 1)  # the next attempt's dispatch reports it
     implementer.emit("worktree_merged", branch=branch, merged=True, conflicts=False)
     issue["status"] = "done"

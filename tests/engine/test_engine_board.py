@@ -88,9 +88,12 @@ def test_the_agents_page_puts_board_agents_at_top_level(tmp_path, viewer_client)
     assert implementer.parent is None and implementer.depth == 0
 
 
+NO_RETRIES = {**BOARD, "params": {**BOARD["params"], "maxRetries": 0}}
+
+
 def test_a_failing_implementer_fails_the_issue_and_the_wait_returns_it(tmp_path):
     issue = {"title": "Write a.txt", "agent": "coder", "in_scope": ["a.txt"], "completion_criteria": ["a.txt exists"]}
-    data = spec([tool_agent("lead", [BOARD], subagents=[{"agent": "coder", "description": "",
+    data = spec([tool_agent("lead", [NO_RETRIES], subagents=[{"agent": "coder", "description": "",
                                                          "scopes": ["implementer"]}]),
                  tool_agent("coder", FILES)],
                 {"lead": [call("create_issue", **issue), call("wait_for_issue", issue_id="ISSUE-1"),
@@ -145,3 +148,26 @@ def test_an_issue_without_reviewers_is_done_on_finish_and_waits_refuse_what_cann
                      ("ISSUE-1", "done"), ("ISSUE-2", "in_progress"), ("ISSUE-1", "done"), ("ISSUE-2", "done")]
     assert of_type(records, "issue_review") == []
     assert [m["branch"] for m in of_type(records, "worktree_merged")] == ["gg/issue-1", "gg/issue-2"]
+
+
+def test_max_retries_sends_a_stopped_implementer_back_then_fails_the_issue(tmp_path):
+    """maxRetries (gg's project-management param): each stopped attempt is retried while retries < maxRetries,
+    every attempt's agent and outcome on the stream; past that the issue fails and its work is discarded."""
+    issue = {"title": "Write a.txt", "agent": "coder", "in_scope": ["a.txt"], "completion_criteria": ["a.txt exists"]}
+    board = {**BOARD, "params": {**BOARD["params"], "maxRetries": 2}}
+    data = spec([tool_agent("lead", [board], subagents=[{"agent": "coder", "description": "", "scopes": ["implementer"]}]),
+                 tool_agent("coder", FILES)],
+                {"lead": [call("create_issue", **issue), call("wait_for_issue", issue_id="ISSUE-1"),
+                          call("finish", summary="it failed")],
+                 "coder": [{"text": "thinking"}] * 6},
+                limits={"maxParallel": 2, "maxConsecutiveErrors": 2})
+    run, records = run_spec(data, tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed", of_type(records, "log")
+    assert [r["agentId"] for r in of_type(records, "agent_spawned")] == ["root", "ISSUE-1.0i", "ISSUE-1.1i", "ISSUE-1.2i"]
+    moves = [(i["status"], i["retries"]) for r in of_type(records, "board_state") for i in r["issues"]]
+    assert moves == [("open", 0), ("in_progress", 0), ("in_progress", 1), ("in_progress", 2), ("failed", 2)]
+    notes = [r["message"] for r in of_type(records, "log") if r["message"].startswith("ISSUE-1: attempt")]
+    assert notes == ["ISSUE-1: attempt ISSUE-1.0i stopped; retry 1 of 2", "ISSUE-1: attempt ISSUE-1.1i stopped; retry 2 of 2",
+                     "ISSUE-1: attempt ISSUE-1.2i stopped; no retries left (maxRetries 2), the issue fails"]
+    assert "the previous attempt (ISSUE-1.0i) stopped" in of_type(records, "agent_spawned", "ISSUE-1.1i")[0]["brief"]
+    assert [(m["merged"], m["conflicts"]) for m in of_type(records, "worktree_merged")] == [(False, False)]

@@ -145,3 +145,19 @@ def test_a_code_agents_system_prompt_names_its_modules_in_its_own_arm(tmp_path):
     assert "reach gg through `import gg`" in system["agent-0"] and "- gg.delegation:" not in system["agent-0"]
     assert "nothing `print` writes" in system["agent-0"]
     assert "gg's modules" not in system["agent-1"]  # a tool-calling agent binds no module
+
+def test_gate_demo_blocks_the_first_ending_and_reviews_only_after_the_fix(tmp_path):
+    """Seed 002: bind a hook to agent-stop and an issue reaches review only once its build passes."""
+    run, records = run_spec(demo("gate"), tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed", of_type(records, "log")
+    seq = [(r["type"], r.get("message", r.get("phase", r.get("name"))))
+           for r in records if r.get("agentId") == "GREET-1.0i" and r["type"] in ("log", "tool_call", "issue_review")]
+    hooks = [i for i, (t, m) in enumerate(seq) if t == "log" and m.startswith("hook build check")]
+    assert [seq[i][1].split(": ", 1)[1].split("\n")[0] for i in hooks] == ["block (exit 1)", "continue (exit 0)"]
+    edit = seq.index(("tool_call", "edit_file"))
+    review = seq.index(("issue_review", "requested"))
+    assert hooks[0] < edit < hooks[1] < review  # blocked, fixed, passed, then reviewed
+    notice = next(r["content"] for r in of_type(records, "context_message", "GREET-1.0i")
+                  if r["role"] == "user" and r["content"].startswith("Notice"))
+    assert "build failed: greeting.txt must read exactly" in notice
+    assert [r["phase"] for r in of_type(records, "issue_review")] == ["requested", "approved"]

@@ -18,7 +18,7 @@ DEMO_STREAMS = [
     ("real-mock-session", settings.BASE_DIR.parent / "shared" / "fixtures" / "gg" / "real-mock-session.ndjson"),
 ]
 # Launched on the built-in engine from the shipped demo specs and run to the end here.
-DEMO_SPECS = ["delegation", "review", "code-root", "board", "arms"]
+DEMO_SPECS = ["delegation", "review", "code-root", "board", "arms", "gate"]
 
 
 class Command(BaseCommand):
