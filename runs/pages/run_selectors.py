@@ -45,8 +45,7 @@ def run_usage(run: Run) -> dict:
         tokens, cost, source = usage.get("tokens") or {}, usage.get("cost") or {}, "deltas"
     elif run.slot_usage:
         by_slot = list(run.slot_usage.values())
-        tokens, cost, source = _sum_rollups(by_slot), None, "slot_usage"
-        cost = _sum_costs(by_slot)
+        tokens, cost, source = _sum_rollups(by_slot), _sum_costs(by_slot), "slot_usage"
     else:
         return {"tokens": {}, "cost": {}, "total_tokens": None, "source": None, "by_slot": []}
     return {
