@@ -1,17 +1,45 @@
-"""Helpers the bench/ scripts share: a fresh Django database under var/bench/, and the one
-machine-readable line each script ends with (scripts/bench reads it into its table)."""
+"""Helpers the bench/ scripts share: a fresh Django database (SQLite under var/bench/, or a uniquely
+named PostgreSQL database dropped at exit), and the one machine-readable line each script ends with
+(scripts/bench reads it into its table)."""
 
+import atexit
 import json
 import os
 import shutil
 import sys
+import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The scale path's server (the project's services): trust auth, user postgres.
+POSTGRES = "postgresql://postgres@127.0.0.1:5432/"
+DATABASES = ("sqlite", "postgres")
 
 
-def fresh_django(name):
-    """Set Django up on an empty SQLite database in var/bench/<name>/ (migrated) and return it.
+def postgres_database(name):
+    """Create an empty PostgreSQL database no one else uses, dropped when the bench exits (its
+    connections closed first); returns its URL."""
+    import psycopg
+
+    dbname = f"gg_bench_{name}_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES + "postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{dbname}"')
+
+    def drop():
+        if "django" in sys.modules:
+            from django.db import connections
+
+            connections.close_all()
+        with psycopg.connect(POSTGRES + "postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+
+    atexit.register(drop)
+    return POSTGRES + dbname
+
+
+def fresh_django(name, database="sqlite"):
+    """Set Django up on an empty, migrated database and return where it is: the SQLite file in
+    var/bench/<name>/, or (``database="postgres"``) the URL of a new PostgreSQL database.
     GG_BENCH_VAR moves var/bench/ elsewhere (the load test runs bench/feed in its own tmp dir)."""
     var = Path(os.environ.get("GG_BENCH_VAR", REPO / "var" / "bench")) / name
     shutil.rmtree(var, ignore_errors=True)
@@ -19,13 +47,15 @@ def fresh_django(name):
     os.environ["GG_CONSOLE_VAR"] = str(var)
     os.environ["DJANGO_SETTINGS_MODULE"] = "gg_console.settings"
     os.environ.pop("DATABASE_URL", None)
+    if database == "postgres":
+        os.environ["DATABASE_URL"] = postgres_database(name)
     sys.path.insert(0, str(REPO))
     import django
     from django.core.management import call_command
 
     django.setup()
     call_command("migrate", verbosity=0)
-    return var / "db.sqlite3"
+    return os.environ["DATABASE_URL"] if database == "postgres" else var / "db.sqlite3"
 
 
 def report(benchmark, figure, baseline="", verdict=""):
