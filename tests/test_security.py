@@ -25,7 +25,7 @@ from tests.pages_helpers import load
 
 REPO = Path(__file__).resolve().parent.parent
 LOGIN_PAGES = {"login", "admin:login"}  # the login forms themselves
-TOKEN_API = {"runs:api_events", "runs:api_report", "runs:api_compare"}  # a bearer token or a session; never anonymous
+TOKEN_API = {"runs:api_events", "runs:api_event", "runs:api_rejected", "runs:api_report", "runs:api_compare"}  # a bearer token or a session; never anonymous
 SAMPLE = {"int": "1", "str": "x", "slug": "x", "path": "x", "uuid": "00000000-0000-0000-0000-000000000000"}
 
 
