@@ -118,7 +118,9 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # redis-py 8 reads with a 5 s socket timeout by default, which races channels-redis's
             # 5 s blocking receive and kills `runworker` listeners: read for longer than that.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                       # Consoles sharing one Redis keep apart by prefix (bench/scale uses its own).
+                       "prefix": os.environ.get("GG_CHANNEL_PREFIX", "asgi")},
         }
     }
 else:
