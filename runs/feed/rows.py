@@ -249,9 +249,14 @@ def error_headline(error: str) -> str:
     return (headlines[-1] if headlines else lines[0].strip()) if lines else ""
 
 
+ENVELOPE = ("timestamp", "sessionId", "agentId", "parentAgentId", "issueId", "type")
+
+
 def raw_row(ctx, ev, rec):
-    """A record with no row of its own (it drives panels): listed under the raw kind only."""
-    return ctx.row(ev, "raw", ev.type, compact(rec) if rec else "", "raw")
+    """A record with no row of its own (it drives panels): listed under the raw kind only, its
+    fields beyond the envelope (the row already shows time, agent and type)."""
+    fields = {k: v for k, v in rec.items() if k not in ENVELOPE} if isinstance(rec, dict) else rec
+    return ctx.row(ev, "raw", ev.type, compact(fields) if fields else "", "raw")
 
 
 def _host_system(ctx, ev, rec):

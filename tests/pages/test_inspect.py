@@ -3,11 +3,13 @@ program in full with its failing line, turns as addresses, latency from the stor
 tokens per second pooled over model time."""
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
 
 from runs.demo import DEMO_DIR
+from runs.feed.rows import PANEL_KINDS
 from runs.feed.windows import FeedRenderer
 from runs.ingest import writer as ingest
 from runs.stream.record import parse_timestamp
@@ -186,3 +188,14 @@ def test_the_timeline_has_one_lane_per_agent_with_turn_links(viewer_client):
     zoomed = viewer_client.get(reverse("runs:timeline", args=(run.pk,)) + "?start=0&end=50")
     assert zoomed.status_code == 200 and 'id="zoom-out"' in zoomed.content.decode()
     assert viewer_client.get(reverse("runs:timeline", args=(run.pk,)) + "?start=x&end=nan").status_code == 200
+
+
+def test_the_feed_footer_counts_the_records_its_rows_stand_for(viewer_client):
+    run = authored()
+    html = viewer_client.get(reverse("runs:feed", args=(run.pk,))).content.decode()
+    panel = Event.objects.filter(run=run, type__in=PANEL_KINDS).count()
+    footer = re.search(r'id="feed-count"[^>]*>(.*?)</p>', html, re.S)[1]
+    assert f"{run.last_seq - panel} of the run" in footer and f"{run.last_seq} stored records" in footer
+    assert f"the other {panel} drive the panels" in footer and 'href="?kind=raw"' in footer
+    raw = viewer_client.get(reverse("runs:feed_rows", args=(run.pk,)) + "?kind=raw&after=0").json()
+    assert raw["rows"] == run.last_seq  # the raw kind: one row per stored record
