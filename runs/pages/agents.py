@@ -48,11 +48,13 @@ def agent_page(request, pk, agent_id):
     if agent is None:
         raise Http404(f"Run {run.name!r} has no agent {agent_id!r}.")
     surface = agent_surface_counts(agent)
-    programs, more_programs = agent_programs(run, agent.agent_id)
+    before = request.GET.get("programs_before", "")
+    before = int(before) if before.isdigit() else None  # anything else: the latest programs
+    programs, more_programs = agent_programs(run, agent.agent_id, before=before)
     return render(request, "runs/agent.html", run_context(
         run, "agents", agent=agent, surface=surface, call_surface=call_surface(agent),
         not_offered=reference_not_offered(agent, surface), holdings=agent_holdings(agent),
-        programs=programs, more_programs=more_programs, context=agent_context_bands(run, agent),
+        programs=programs, more_programs=more_programs, programs_before=before, context=agent_context_bands(run, agent),
         timing=agent_timing(run, agent), language=agent.program_language,
         error_turn_list=error_turn_numbers(run, agent.agent_id),
     ))

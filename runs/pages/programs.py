@@ -183,11 +183,15 @@ def program_of(run: Run, event: Event) -> Program | None:
     return next((p for p in programs_of_turn(run, event.agent_id, rows) if p.seq == event.seq), None)
 
 
-def agent_programs(run: Run, agent_id: str, limit: int = PROGRAMS_SHOWN) -> tuple[list[Program], bool]:
-    """The agent's latest `limit` programs in full, oldest first, and whether older ones exist
-    (three queries: the programs, their turns' events, repeated replies)."""
-    latest = list(Event.objects.filter(run=run, agent_id=agent_id, type="code_execution")
-                  .order_by("-seq").values_list("seq", "turn", "raw")[:limit + 1])
+def agent_programs(run: Run, agent_id: str, limit: int = PROGRAMS_SHOWN,
+                   before: int | None = None) -> tuple[list[Program], bool]:
+    """The agent's latest `limit` programs in full (those stored before seq `before`, when given: a
+    page of older ones), oldest first, and whether older ones exist (three queries: the programs,
+    their turns' events, repeated replies), however many programs the agent ran."""
+    programs = Event.objects.filter(run=run, agent_id=agent_id, type="code_execution")
+    if before is not None:
+        programs = programs.filter(seq__lt=before)
+    latest = list(programs.order_by("-seq").values_list("seq", "turn", "raw")[:limit + 1])
     more = len(latest) > limit
     latest = latest[:limit]
     turns = {t for _, t, _ in latest if t}
