@@ -292,8 +292,8 @@ class RunFacts(models.Model):
     refusals = models.PositiveIntegerField(default=0)
     refusals_by_agent = models.JSONField(default=dict, blank=True)  # {agent id: {operation: n}}
     peak_context = models.JSONField(default=dict, blank=True)  # {agent id: the largest totalTokens reported}
-    # Each agent's figures the analysis groups (runs.across.facts.agent_summary), so a study of 1,000
-    # runs decodes one document per run rather than seven per agent.
+    # The run's agents summed per profile, model, mode, language and docViewTypes: what the analysis
+    # groups (runs.across.facts.cohorts), so a study of 1,000 runs decodes one document per run.
     agents = models.JSONField(default=list, blank=True)
     failed_calls = models.PositiveIntegerField(default=0)  # tool + API failures (the list sorts on it)
     total_tokens = models.BigIntegerField(null=True, blank=True)

@@ -1,8 +1,9 @@
 """Many runs, grouped: ``/analysis/?group=arm&language=python…`` (the list's filters pick the runs).
 
-Read off the projections alone — one RunFacts row per run, carrying each agent's summary (turns,
-calls per operation, failures, context bands, cost: runs.across.facts.agent_summary), the
-refusals per agent and the duration — in one query whatever the number of events or agents. Agent-level dimensions (the arm, execution mode, profile, model, a capability's presence
+Read off the projections alone — one RunFacts row per run, carrying its agents summed per profile,
+model, mode, language and docViewTypes (turns, calls per operation, refusals, failures, context
+bands, cost: runs.across.facts.cohorts) and the duration — in one query whatever the number of
+events or agents. Agent-level dimensions (the arm, execution mode, profile, model, a capability's presence
 or a param's value in the agent's profile) group agents; run-level ones (the run name's prefix)
 group each run's agents together. The list's agent-level filters keep only matching agents.
 """
@@ -15,6 +16,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
+from runs.across.facts import add_counts
 from runs.across.filters import AGENT_SETS, RunFilter, runs as filtered_runs
 from runs.stream.profiles import find_profile
 from runs.stream.record import as_list
@@ -147,12 +149,6 @@ def _keyer(dimension: str, arg: str):
     return by_param
 
 
-def _add(into: Counter, counts: dict) -> None:
-    # A plain loop: Counter.update's per-call checks cost more than the sums over 10,000 agents.
-    for k, n in counts.items():
-        into[k] = into.get(k, 0) + n
-
-
 def _keeps(f: RunFilter):
     """The list's agent-level filters as a test of one agent summary."""
     wanted = [(SUMMARY_KEYS[k], set(v)) for k, v in f.sets.items() if v and k in AGENT_SETS]
@@ -177,17 +173,17 @@ def analyse(f: RunFilter, group: str) -> dict:
             key = key_of(run, a)
             g = groups.get(key) or groups.setdefault(key, Group(key))
             g.runs.add(pk)
-            g.agents += 1
+            g.agents += a["agents"]
             g.turns += a["turns"]
             g.error_turns += a["errorTurns"]
-            _add(g.error_turns_by_kind, a["errorTurnsByKind"])
-            _add(g.calls, a["calls"])
-            _add(g.refusals, a["refusals"])
-            _add(g.failures, a["failures"])
-            _add(g.bands, a["bands"])
+            add_counts(g.error_turns_by_kind, a["errorTurnsByKind"])
+            add_counts(g.calls, a["calls"])
+            add_counts(g.refusals, a["refusals"])
+            add_counts(g.failures, a["failures"])
+            add_counts(g.bands, a["bands"])
             if a["cost"] is not None:
                 g.cost += a["cost"]
-                g.costed += 1
+                g.costed += a["agents"]
                 g.run_cost[pk] = g.run_cost.get(pk, 0) + a["cost"]
     return {"group": group or "arm", "label": group_label(dimension, arg), "runs": len(durations),
             "agents": sum(g.agents for g in groups.values()),

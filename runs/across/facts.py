@@ -10,7 +10,7 @@ table existed).
 
 from __future__ import annotations
 
-from collections import Counter
+import logging
 from datetime import timedelta
 
 from django.db.models import F, Q
@@ -24,6 +24,7 @@ from runs.pages.common import run_agents, run_holdings
 from runs.pages.divergences import run_divergences
 from runs.pages.refusals import run_refusals
 
+log = logging.getLogger(__name__)
 # Record types after which divergences can change (rosters, transitions, spawns naming profiles).
 DIVERGENCE_TYPES = frozenset({"agent_modules", "agent_transition", "agent_spawned", "session_started"})
 
@@ -32,10 +33,6 @@ def joined(values) -> str:
     """``|a|b|`` (sorted, distinct, blanks dropped): one LIKE ``%|a|%`` finds a member."""
     kept = sorted({str(v).replace("|", "/") for v in values if v})
     return f"|{'|'.join(kept)}|" if kept else ""
-
-
-def members(text: str) -> list[str]:
-    return [v for v in (text or "").strip("|").split("|") if v]
 
 
 def _task(run: Run) -> str:
@@ -89,22 +86,43 @@ def _counts(value) -> dict:
         value, dict) else {}
 
 
-def agent_summary(agent: Agent) -> dict:
-    """What the analysis reads of one agent (runs.across.analysis), off its projection (`refresh`
-    adds its refusals per operation)."""
-    usage = agent.usage if isinstance(agent.usage, dict) else {}
-    cost = (usage.get("cost") or {}).get("comparable") if isinstance(usage.get("cost"), dict) else None
-    bands = _counts(agent.context_bands)
-    return {
-        "id": agent.agent_id, "profile": agent.profile_id, "model": agent.model_id, "mode": agent.execution_mode,
-        "language": agent.program_language, "docViewTypes": agent.doc_view_types,
-        "turns": agent.turns, "errorTurns": agent.error_turn_count, "errorTurnsByKind": _counts(agent.error_turns),
-        "calls": dict(Counter(_counts(agent.api_calls)) + Counter(_counts(agent.tool_calls))),
-        "failures": {**{f"api {k}": v for k, v in _counts(agent.api_failures).items()},
-                     **{f"tool {k}": v for k, v in _counts(agent.tool_failures).items()}},
-        "bands": {b: bands.get(b, 0) for b in ("docs_view", "search_results")},
-        "cost": _finite(cost),
-    }
+COHORT_KEY = ("profile", "model", "mode", "language", "docViewTypes")
+
+
+def add_counts(into: dict, counts: dict) -> None:
+    """Sum {key: n} into `into` (a plain loop: Counter.update costs more over 10,000 agents)."""
+    for k, n in counts.items():
+        into[k] = into.get(k, 0) + n
+
+
+def cohorts(agents: list[Agent], refusals: dict) -> list[dict]:
+    """What the analysis reads of a run's agents (runs.across.analysis): the agents sharing a
+    profile, model, execution mode, program language and docViewTypes summed into one cohort —
+    every dimension the analysis groups by reads only those five — with their count."""
+    out = {}
+    for agent in agents:
+        usage = agent.usage if isinstance(agent.usage, dict) else {}
+        cost = _finite((usage.get("cost") or {}).get("comparable") if isinstance(usage.get("cost"), dict) else None)
+        key = (agent.profile_id, agent.model_id, agent.execution_mode, agent.program_language, agent.doc_view_types)
+        c = out.get(key)
+        if c is None:
+            c = out[key] = {**dict(zip(COHORT_KEY, key)), "agents": 0, "turns": 0, "errorTurns": 0,
+                            "errorTurnsByKind": {}, "calls": {}, "refusals": {}, "failures": {},
+                            "bands": {"docs_view": 0, "search_results": 0}, "cost": None}
+        c["agents"] += 1
+        c["turns"] += agent.turns
+        c["errorTurns"] += agent.error_turn_count
+        add_counts(c["errorTurnsByKind"], _counts(agent.error_turns))
+        add_counts(c["calls"], _counts(agent.api_calls))
+        add_counts(c["calls"], _counts(agent.tool_calls))
+        add_counts(c["refusals"], refusals.get(agent.agent_id, {}))
+        add_counts(c["failures"], {f"api {k}": v for k, v in _counts(agent.api_failures).items()})
+        add_counts(c["failures"], {f"tool {k}": v for k, v in _counts(agent.tool_failures).items()})
+        bands = _counts(agent.context_bands)
+        add_counts(c["bands"], {b: bands.get(b, 0) for b in c["bands"]})
+        if cost is not None:
+            c["cost"] = (c["cost"] or 0) + cost
+    return list(out.values())
 
 
 def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None) -> RunFacts:
@@ -154,7 +172,7 @@ def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None) -> RunFa
     facts.duration_seconds = duration.total_seconds() if duration is not None else None
     facts.failed_calls = sum(v for d in (run.tool_failures, run.api_failures) if isinstance(d, dict)
                              for v in d.values() if isinstance(v, int) and not isinstance(v, bool))
-    facts.agents = [{**agent_summary(a), "refusals": facts.refusals_by_agent.get(a.agent_id, {})} for a in agents]
+    facts.agents = cohorts(agents, facts.refusals_by_agent)
     facts.seq = run.last_seq
     facts.save(force_insert=new)
     return facts
@@ -175,9 +193,17 @@ def _finite_int(value):
 
 def after_chunk(run: Run, classified) -> None:
     """The write path's call, after a chunk's projections are flushed (same transaction):
-    `classified` is its ``[(type, record, agentId, timestamp, operation, tool, ok, failure)]``."""
+    `classified` is its ``[(type, record, agentId, timestamp, operation, tool, ok, failure)]``.
+
+    The facts are a derived read model: a fault folding them (a record shape nothing foresaw) is
+    logged and leaves them behind the run (`manage.py refresh_facts` finds it) rather than costing
+    the chunk its records. (No savepoint: its two queries per chunk would buy nothing the fold's
+    reads, the same the pages make, need.)"""
     last_ts = next((c[3] for c in reversed(classified) if c[3]), None)
-    refresh(run, chunk=classified, last_timestamp=last_ts or _last_timestamp(run))
+    try:
+        refresh(run, chunk=classified, last_timestamp=last_ts or _last_timestamp(run))
+    except Exception:
+        log.exception("run %s: the runs list's facts could not be folded", run.pk)
 
 
 def _last_timestamp(run: Run) -> str:

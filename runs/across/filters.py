@@ -57,8 +57,13 @@ class RunFilter:
         return out
 
 
+def _text(value: str) -> str:
+    # PostgreSQL text holds no NUL, and no stored value has one: a NUL can only match nothing.
+    return value.replace("\x00", "").strip()[:TEXT_MAX]
+
+
 def _values(query, key) -> list[str]:
-    return [v.strip()[:TEXT_MAX] for v in query.getlist(key) if v.strip()]
+    return [_text(v) for v in query.getlist(key) if _text(v)]
 
 
 def _day(value: str, problems: list, label: str):
@@ -75,7 +80,7 @@ def _day(value: str, problems: list, label: str):
 def parse(query) -> RunFilter:
     """A RunFilter from a QueryDict; a value no filter can hold is named in `problems` and dropped."""
     problems = []
-    f = RunFilter(q=query.get("q", "").strip()[:TEXT_MAX], problems=problems)
+    f = RunFilter(q=_text(query.get("q", "")), problems=problems)
     f.status = _values(query, "status")
     for s in _values(query, "source"):
         if s in Run.Source.values:
@@ -88,8 +93,8 @@ def parse(query) -> RunFilter:
         if value and value not in YES_NO:
             problems.append(f"{key} must be yes or no, not {value!r}; ignored.")
         setattr(f, key, value if value in YES_NO else "")
-    f.started_from = _day(query.get("from", "").strip(), problems, "Started from")
-    f.started_to = _day(query.get("to", "").strip(), problems, "Started to")
+    f.started_from = _day(_text(query.get("from", "")), problems, "Started from")
+    f.started_to = _day(_text(query.get("to", "")), problems, "Started to")
     return f
 
 

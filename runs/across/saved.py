@@ -16,7 +16,8 @@ QUERY_MAX = 4000
 
 
 def clean_query(query: str) -> str:
-    pairs = [(k, v) for k, v in parse_qsl(query.lstrip("?"), keep_blank_values=False) if k not in DROPPED]
+    pairs = [(k.replace("\x00", ""), v.replace("\x00", ""))
+             for k, v in parse_qsl(query.lstrip("?"), keep_blank_values=False) if k not in DROPPED]
     return urlencode(pairs)
 
 

@@ -112,7 +112,8 @@ def _comparison(request):
     refs = request.GET.get("a", ""), request.GET.get("b", "")
     if not all(refs):
         return None, "Name two runs: ?a=<run>&b=<run> (an id or a name each).", 400
-    a, b = (run_selectors.run_resolve(ref) for ref in refs)
+    # A NUL names no run (and PostgreSQL text cannot hold one to look for).
+    a, b = (None if "\x00" in ref else run_selectors.run_resolve(ref) for ref in refs)
     for ref, run in zip(refs, (a, b)):
         if run is None:
             return None, f"No run {ref!r}.", 404

@@ -167,3 +167,36 @@ def test_previous_page_link_returns_the_page_before(viewer_client):
     before = html2.split('rel="prev"')[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
     back = viewer_client.get("/" + before.lstrip("/"))
     assert [n for n, _ in rows(back.content, "data-run")] == first_names
+
+
+def test_a_fault_folding_the_facts_costs_the_chunk_nothing(monkeypatch, caplog):
+    from runs.ingest import writer as ingest
+
+    def broken(agents, refusals):
+        raise TypeError("a shape nothing foresaw")
+    monkeypatch.setattr(run_facts, "cohorts", broken)
+    run = Run.objects.create(name="odd")
+    assert ingest.append_lines(run, (STREAMS / "pages_run.ndjson").read_bytes().splitlines()).stored == 120
+    assert run.events.count() == 120 and "facts could not be folded" in caplog.text
+    assert run_facts.behind().filter(pk=run.pk).exists()
+    monkeypatch.undo()
+    assert run_facts.catch_up() == 1 and not run_facts.behind().exists()
+
+
+def test_refresh_facts_folds_the_runs_stored_before_the_table():
+    import io
+
+    from django.core.management import call_command
+
+    run, _ = import_stream(STREAMS / "pages_run.ndjson", "older")
+    want = RunFacts.objects.get(run=run)
+    RunFacts.objects.all().delete()
+    out = io.StringIO()
+    call_command("refresh_facts", stdout=out)
+    assert "refreshed the facts of 1 run(s)" in out.getvalue()
+    got = RunFacts.objects.get(run=run)
+    for field in ("search", "languages", "divergences", "refusals", "refusals_by_agent", "peak_context", "agents",
+                  "total_tokens", "cost", "duration_seconds", "failed_calls", "seq"):
+        assert getattr(got, field) == getattr(want, field), field
+    call_command("refresh_facts", "--all", stdout=out)
+    assert "refreshed the facts of 1 run(s)" in out.getvalue().splitlines()[-1]

@@ -1,0 +1,38 @@
+"""Hostile query strings on the across pages: a clear message or an empty result, never a 500."""
+
+import pytest
+from django.urls import reverse
+
+from runs.models import Run
+from tests.pages_helpers import rows
+from tests.streams import STREAMS, import_stream
+
+pytestmark = pytest.mark.django_db
+
+ODD = ["%", "_", "\\", "'; drop table runs_run; --", "<script>alert(1)</script>", "a" * 5000, "|python|", "\u00e9", "a\x00b"]
+
+
+def test_odd_values_in_every_list_and_analysis_parameter(viewer_client):
+    import_stream(STREAMS / "multi_agent.ndjson", "odd-100%")
+    for value in ODD:
+        for key in ("q", "status", "source", "mode", "language", "docViewTypes", "model", "profile", "divergences",
+                    "refusals", "from", "to", "sort", "after", "before"):
+            response = viewer_client.get(reverse("runs:list"), {key: value})
+            assert response.status_code == 200, (key, value)
+            assert "<script>alert" not in response.content.decode()
+            assert viewer_client.get(reverse("runs:analysis"), {key: value}).status_code == 200, (key, value)
+        assert viewer_client.get(reverse("runs:analysis"), {"group": value}).status_code == 400
+        assert viewer_client.get(reverse("runs:compare"), {"a": value, "b": value}).status_code == 404
+    # LIKE wildcards are searched as characters.
+    assert [n for n, _ in rows(viewer_client.get(reverse("runs:list"), {"q": "%"}).content, "data-run")] == ["odd-100%"]
+    assert rows(viewer_client.get(reverse("runs:list"), {"q": "_"}).content, "data-run") == []
+    assert rows(viewer_client.get(reverse("runs:list"), {"language": "%"}).content, "data-run") == []
+
+
+def test_a_selection_of_odd_ids_selects_nothing(viewer_client):
+    Run.objects.create(name="kept")
+    response = viewer_client.post(reverse("runs:selected"), {"run": ["x", "-1", "1e9"], "action": "export"},
+                                  follow=True)
+    assert "Select at least one run" in response.content.decode()
+    response = viewer_client.post(reverse("runs:selected"), {"run": ["1"], "action": "explode", "back": "//evil.example"})
+    assert response.status_code == 302 and response["Location"].startswith("/?")
