@@ -24,6 +24,8 @@ def run_feed(request, pk):
     for api_calls, tool_calls in run.agents.values_list("api_calls", "tool_calls"):
         operations.update(api_calls or {}, tool_calls or {})
     query = flt.query()
+    # Where the window opens: a seq, turn or time in the URL (a shared address), else the end.
+    jump = {k: request.GET[k][:40] for k in ("seq", "turn", "time") if request.GET.get(k)}
     return render(request, "runs/feed.html", run_context(
         run, "feed",
         agents=run.agents.values_list("agent_id", flat=True),
@@ -34,6 +36,7 @@ def run_feed(request, pk):
         socket_path=f"/ws/runs/{run.pk}/feed/" + (f"?{query}" if query else ""),
         window_rows=WINDOW_ROWS,
         counts=record_counts(run),
+        jump=jump,
     ))
 
 

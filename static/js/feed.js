@@ -107,6 +107,7 @@
     });
     hi = upto;
     if (added) {
+      note.textContent = "";
       trimTop();
       if (paused) pause.textContent = "Resume (" + held + " new)";
       else if (stick) rows.scrollTop = rows.scrollHeight;
@@ -128,7 +129,7 @@
     rows.textContent = "";
     rows.appendChild(parse(p.html));
     lo = p.lo; hi = p.hi; moreBefore = p.more_before; moreAfter = p.more_after;
-    note.textContent = p.rows ? "" : "No rows match here.";
+    note.textContent = p.rows ? "" : rowsUrl.search ? "No rows match here." : "No rows yet.";
   }
   function start(p, toTop) {
     fill(p);
@@ -189,5 +190,20 @@
     page({}).then(function (p) { start(p, false); }).catch(function (err) { note.textContent = err.message; });
   });
 
-  page({}).then(function (p) { start(p, false); }).catch(function (err) { note.textContent = err.message; });
+  // A row's time opens that record in the whole feed: an address to share (?seq=N).
+  rows.addEventListener("click", function (e) {
+    var time = e.target.closest(".feed-time");
+    if (time) location.href = feed.dataset.feedUrl + "?seq=" + time.closest(".feed-row").dataset.seq;
+  });
+
+  var at = JSON.parse(document.getElementById("feed-jump-at").textContent);
+  if (Object.keys(at).length) {
+    page(at).then(function (p) {
+      start(p, true);
+      var target = rows.firstElementChild;
+      if (target && at.seq && seqOf(target) === Number(at.seq)) target.classList.add("feed-target");
+    }).catch(function (err) { note.textContent = err.message; });
+  } else {
+    page({}).then(function (p) { start(p, false); }).catch(function (err) { note.textContent = err.message; });
+  }
 })();
