@@ -14,7 +14,7 @@
   var moreBefore = false, moreAfter = false;
   var following = false, waitEpoch = null, epoch = 0;
   var live = feed.dataset.live === "1", ended = null;
-  var ws = null, retry = 1000, loading = 0, paused = false, held = 0, drops = 0;
+  var ws = null, opened = false, retry = 1000, loading = 0, paused = false, held = 0, drops = 0;
 
   function header() { if (window.ggRunHeader) window.ggRunHeader.refresh(); }
   function show(s, text) { state.dataset.state = s; state.textContent = text || s; }
@@ -23,6 +23,7 @@
     if (ended) return show(ended.status === "interrupted" ? "interrupted" : "ended",
       ended.status === "interrupted" ? "interrupted" + (ended.reason ? " — " + ended.reason : "") : "ended (" + ended.status + ")");
     if (ws && ws.readyState === WebSocket.OPEN) return show("live", following ? "live" : "live (reading back)");
+    if (!opened) return show("loading", "loading history");  // the first connect, not a reconnect
     show("reconnecting", "reconnecting");
   }
   function end(status, reason) {
@@ -39,11 +40,11 @@
   function atBottom() { return rows.scrollHeight - rows.scrollTop - rows.clientHeight < 40; }
 
   // Trim the window back to MAX rows from one end, keeping what the operator looks at in place.
-  function trimTop() {
+  function trimTop(stick) {
     if (rows.children.length <= MAX) return;
-    var before = rows.scrollHeight;
+    var before = stick ? 0 : rows.scrollHeight;  // at the bottom nothing needs holding in place
     while (rows.children.length > MAX) rows.removeChild(rows.firstElementChild);
-    rows.scrollTop -= before - rows.scrollHeight;
+    if (!stick) rows.scrollTop -= before - rows.scrollHeight;
     lo = seqOf(rows.firstElementChild);
     moreBefore = true;
   }
@@ -73,10 +74,11 @@
     if (!following) u.searchParams.set("rows", "0");
     ws = new WebSocket(u.toString());
     waitEpoch = null;
-    ws.onopen = function () { retry = 1000; settle(); header(); };
+    ws.onopen = function () { opened = true; retry = 1000; settle(); header(); };
     ws.onmessage = function (e) { receive(e.data); };
     ws.onclose = function (e) {
       ws = null;
+      opened = true;  // from now on a closed socket is a reconnect
       if (ended || !live) return;
       if (e.code !== 1000) state.dataset.drops = String(++drops);
       settle();
@@ -98,31 +100,34 @@
     var upto = Number(cursor.dataset.seq);
     send({ack: upto});
     if (!following || waitEpoch !== null || upto <= hi) return;
-    var stick = atBottom(), added = 0;
+    var stick = !paused && atBottom(), added = document.createDocumentFragment();
     Array.prototype.slice.call(frag.querySelectorAll(".feed-row")).forEach(function (row) {
       if (seqOf(row) <= hi) return;
       if (paused) { row.hidden = true; row.dataset.held = "1"; held++; }
-      rows.appendChild(row);
-      added++;
+      added.appendChild(row);
     });
     hi = upto;
-    if (added) {
+    if (added.childNodes.length) {
+      rows.appendChild(added);  // one insertion, one layout
       note.textContent = "";
-      trimTop();
+      trimTop(stick);
       if (paused) pause.textContent = "Resume (" + held + " new)";
       else if (stick) rows.scrollTop = rows.scrollHeight;
       header();
     }
   }
 
-  // A page of rows over HTTP: params on top of the filter in the URL.
-  function page(params) {
+  // A page of rows over HTTP (params on top of the filter in the URL), handed to `use`; the
+  // indicator says "loading history" until it is in the window.
+  function page(params, use) {
     var u = new URL(rowsUrl);
     Object.keys(params).forEach(function (k) { u.searchParams.set(k, params[k]); });
     loading++;
     settle();
-    return fetch(u, {credentials: "same-origin", headers: {Accept: "application/json"}})
+    fetch(u, {credentials: "same-origin", headers: {Accept: "application/json"}})
       .then(function (r) { return r.json().then(function (body) { if (!r.ok) throw new Error(body.error || r.statusText); return body; }); })
+      .then(use)
+      .catch(function (err) { note.textContent = err.message; })
       .finally(function () { loading--; settle(); });
   }
   function fill(p) {
@@ -141,22 +146,22 @@
 
   function older() {
     if (loading || !moreBefore) return;
-    page({before: lo}).then(function (p) {
+    page({before: lo}, function (p) {
       var before = rows.scrollHeight;
       rows.insertBefore(parse(p.html), rows.firstChild);
       rows.scrollTop += rows.scrollHeight - before;
       lo = p.lo; moreBefore = p.more_before;
       trimBottom();
-    }).catch(function (err) { note.textContent = err.message; });
+    });
   }
   function newer() {
     if (loading || following || !moreAfter) return;
-    page({after: hi}).then(function (p) {
+    page({after: hi}, function (p) {
       rows.appendChild(parse(p.html));
       hi = p.hi;
       trimTop();
       if (!p.more_after) { note.textContent = ""; if (live) attach(); else { moreAfter = false; if (ended) end(ended.status, ended.reason); } }
-    }).catch(function (err) { note.textContent = err.message; });
+    });
   }
   rows.addEventListener("scroll", function () {
     if (rows.scrollTop < 400) older();
@@ -184,10 +189,10 @@
     else if ((m = /^(?:seq|#)?\s*(\d+)$/i.exec(to))) params = {seq: m[1]};
     else if (/^\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?$|T/.test(to)) params = {time: to};
     else { note.textContent = "Jump to a seq (1200), a turn (turn 5) or a time (12:03:04)."; return; }
-    page(params).then(function (p) { start(p, true); }).catch(function (err) { note.textContent = err.message; });
+    page(params, function (p) { start(p, true); });
   });
   document.getElementById("feed-to-end").addEventListener("click", function () {
-    page({}).then(function (p) { start(p, false); }).catch(function (err) { note.textContent = err.message; });
+    page({}, function (p) { start(p, false); });
   });
 
   // A row's time opens that record in the whole feed: an address to share (?seq=N).
@@ -198,12 +203,12 @@
 
   var at = JSON.parse(document.getElementById("feed-jump-at").textContent);
   if (Object.keys(at).length) {
-    page(at).then(function (p) {
+    page(at, function (p) {
       start(p, true);
       var target = rows.firstElementChild;
       if (target && at.seq && seqOf(target) === Number(at.seq)) target.classList.add("feed-target");
-    }).catch(function (err) { note.textContent = err.message; });
+    });
   } else {
-    page({}).then(function (p) { start(p, false); }).catch(function (err) { note.textContent = err.message; });
+    page({}, function (p) { start(p, false); });
   }
 })();
