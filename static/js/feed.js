@@ -8,7 +8,7 @@
   var rows = document.getElementById("feed-rows"), state = document.getElementById("feed-state");
   var pause = document.getElementById("feed-pause"), note = document.getElementById("feed-note");
   var endNote = document.getElementById("feed-end"), filters = document.getElementById("feed-filters");
-  var MAX = Number(feed.dataset.window) || 300;
+  var MAX = Number(feed.dataset.window) || 250;
   var rowsUrl = new URL(feed.dataset.rowsUrl, location.href);
   var lo = 0, hi = 0;               // rows before lo / after hi are not in the window
   var moreBefore = false, moreAfter = false;
@@ -193,12 +193,6 @@
   });
   document.getElementById("feed-to-end").addEventListener("click", function () {
     page({}, function (p) { start(p, false); });
-  });
-
-  // A row's time opens that record in the whole feed: an address to share (?seq=N).
-  rows.addEventListener("click", function (e) {
-    var time = e.target.closest(".feed-time");
-    if (time) location.href = feed.dataset.feedUrl + "?seq=" + time.closest(".feed-row").dataset.seq;
   });
 
   var at = JSON.parse(document.getElementById("feed-jump-at").textContent);

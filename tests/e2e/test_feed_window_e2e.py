@@ -1,6 +1,6 @@
 """The windowed feed in Debian's Chromium: a 100,000-event run keeps the feed's DOM bounded while
 scrolling back, to the top and to the end again; a search finds a record by a word of its payload,
-streams new matches live and opens the record in the whole feed; the header of a launched run goes
+streams new matches live and opens the record; the header of a launched run goes
 queued → running → completed with its counts while Cancel disappears; and a run cut off by a killed
 server reads "interrupted", with its reason, once the server is back."""
 
@@ -17,7 +17,7 @@ from tests.e2e.test_feed_e2e import log, post, wait_state
 pytestmark = pytest.mark.e2e
 
 ROWS = "#feed-rows .feed-row"
-MAX_ROWS = 300
+MAX_ROWS = 250
 MAX_NODES = 5000  # the bench's budget for the DOM under the feed
 
 BIG_RUN = """
@@ -130,10 +130,14 @@ def test_search_finds_a_record_by_a_payload_word_streams_matches_and_opens_it(pa
     page.wait_for_function("document.querySelectorAll('#feed-rows .feed-row').length === 2")
     assert page.eval_on_selector_all(ROWS, "els => els.map(e => e.dataset.seq)") == ["41", "44"]
 
-    # Open it: the record in the whole feed, at its address.
+    # Open it: the record's own page.
     with page.expect_navigation():
-        page.click(f"{ROWS}[data-seq='41'] .feed-time")
-    assert page.url.endswith(f"/runs/{pk}/feed/?seq=41")
+        page.click(f"{ROWS}[data-seq='41'] .feed-open")
+    assert page.url.endswith(f"/runs/{pk}/events/41/")
+    assert "xylophone" in page.inner_text("main")
+
+    # The whole feed opens at a record's seq too (an address to share).
+    page.goto(f"{console_server.url}/runs/{pk}/feed/?seq=41")
     page.wait_for_selector(".feed-row.feed-target")
     assert page.get_attribute(".feed-target", "data-seq") == "41"
     assert page.locator(ROWS).count() > 1  # unfiltered: what came after it too
