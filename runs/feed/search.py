@@ -13,9 +13,9 @@ A query is the words an operator typed, each a literal (an FTS5 phrase, `plainto
 word must occur; nothing typed is query syntax, so no input is a syntax error.
 """
 
-import json
-
 from django.db import connection
+
+from runs.stream.record import loads_record
 
 TEXT_LIMIT = 32 * 1024  # characters of one record indexed: a huge file body is found by its start
 _SEQ_BITS = 40  # 1.1e12 seqs per run
@@ -104,8 +104,10 @@ def reindex(run_pk, chunk=2000) -> int:
 
 
 def _loads(raw):
+    """A stored line as every reader reads it; one no reader decodes (stored before a rule refused
+    it) is indexed as its text."""
     try:
-        return json.loads(raw)
+        return loads_record(raw)
     except ValueError:
         return raw
 

@@ -11,6 +11,22 @@ from runs.models import Event, Run
 from runs.stream.record import record_of
 
 BATCH = 200  # events read and sent per socket message
+# A socket message stays far below the 1 MiB a WebSocket frame may carry: a row's text field is folded
+# past FIELD_CHARS, and a window stops after the event whose rows bring its text past WINDOW_CHARS
+# (escaping at most sextuples a character: `"` -> `&quot;`).
+FIELD_CHARS = 8_000
+WINDOW_CHARS = 128 * 1024
+
+
+def folded(text: str, limit: int = FIELD_CHARS) -> str:
+    """`text`, or its first `limit` characters and how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def _row_chars(row) -> int:
+    return len(row.detail) + len(row.args) + len(row.output) + len(row.failure) + len(row.agent) + len(row.label)
 
 
 class FeedRenderer:
@@ -19,6 +35,7 @@ class FeedRenderer:
     def __init__(self, run_pk, state=None):
         self.run_pk = run_pk
         self.state = state
+        self.cut_short = False  # the last batch stopped at WINDOW_CHARS: more is stored right after it
 
     @property
     def open_calls(self):
@@ -32,7 +49,10 @@ class FeedRenderer:
 
     def row(self, ev, kind, label, detail, tone, **extra):
         agent = ev.agent_id or "root"
-        return Row(seq=ev.seq, agent=agent, kind=kind, label=label, detail=detail, tone=tone,
+        for key in ("args", "output"):
+            if key in extra:
+                extra[key] = folded(extra[key])
+        return Row(seq=ev.seq, agent=agent, kind=kind, label=label, detail=folded(detail), tone=tone,
                    timestamp=ev.timestamp, href=self.state.href(ev.seq, agent), turn=ev.turn,
                    offset=self.state.offset(ev.timestamp), event_href=f"{self.state.event_base}{ev.seq}/",
                    turn_href=self.state.turn_href(agent, ev.turn), **extra)
@@ -44,8 +64,8 @@ class FeedRenderer:
             return self.row(ev, kind, "result ✗", detail, "fail", failure=failure)
         return self.row(ev, kind, "result", detail, "ok")
 
-    def rows(self, events):
-        out = []
+    def _each(self, events):
+        """(event, its row) for each event in turn, the state carried past it."""
         for ev in events:
             rec = record_of(ev.raw)
             self.state.before(ev, rec)
@@ -54,20 +74,32 @@ class FeedRenderer:
                 row = RENDERERS.get(ev.type, unknown_row)(self, ev, rec)
             # A record with no row of its own still has one under the raw kind (runs.feed.filters
             # keeps those only when the raw kind is asked for).
-            out.append(row or raw_row(self, ev, rec))
+            row = row or raw_row(self, ev, rec)
             self.state.after(ev)
-        return out
+            yield ev, row
+
+    def rows(self, events):
+        return [row for _, row in self._each(events)]
 
     def next_batch(self, after, limit=BATCH):
-        """Rows for the next `limit` stored events after seq `after`, and the seq read up to
-        (== `after` when nothing new is stored)."""
+        """Rows for the next stored events after seq `after` — at most `limit` of them, and no more
+        than `WINDOW_CHARS` of row text past the first (`cut_short` says so) — and the seq read up
+        to (== `after` when nothing new is stored)."""
+        self.cut_short = False
         events = [Ev._make(e) for e in Event.objects.filter(run_id=self.run_pk, seq__gt=after)
                   .order_by("seq").values_list(*Ev._fields)[:limit]]
         if not events:
             return [], after
         if self.state is None or self.state.seq != after:
             self.state = FeedState.at(self.run_pk, after)
-        return self.rows(events), events[-1].seq
+        rows, chars = [], 0
+        for ev, row in self._each(events):
+            rows.append(row)
+            chars += _row_chars(row)
+            if chars > WINDOW_CHARS:
+                self.cut_short = ev.seq != events[-1].seq
+                return rows, ev.seq
+        return rows, events[-1].seq
 
     def render(self, rows, cursor):
         return render_rows([r for r in rows if r.kind != "raw"], cursor)
@@ -101,5 +133,7 @@ def read_window(run_pk, after, limit=BATCH, state=None):
     if cursor == after:
         return FeedWindow("", after, False, live), state
     # Seqs are contiguous: `limit` events span `limit` seqs (a gap could only make it look full,
-    # which costs one more read, never a missed event).
-    return FeedWindow(renderer.render(rows, cursor), cursor, cursor - after >= limit, live, rows), renderer.state
+    # which costs one more read, never a missed event). A window cut by its text is full too: more
+    # is stored right after it, and it never changes.
+    full = renderer.cut_short or cursor - after >= limit
+    return FeedWindow(renderer.render(rows, cursor), cursor, full, live, rows), renderer.state

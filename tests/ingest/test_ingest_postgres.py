@@ -1,20 +1,16 @@
 """The write path on the scale database: PostgreSQL, several processes appending to one run at once."""
 
-import json
-import os
 import subprocess
 import sys
-import uuid
-from pathlib import Path
 
 import pytest
 
+from tests.ingest_helpers import dump, manage
+from tests.paths import REPO
 from tests.streams import HOSTILE_LINES, STREAM_FIXTURES
 
 pytestmark = pytest.mark.scale
 
-REPO = Path(__file__).resolve().parents[2]
-PG = "postgres://postgres@127.0.0.1:5432/"
 
 APPEND = """
 import sys
@@ -26,41 +22,6 @@ for i in range(0, n, 10):
     ingest.append(run, [{"type": "api_call", "agentId": who, "operation": "files.read_file", "i": j} for j in range(i, i + 10)])
 """
 
-DUMP = """
-import json
-from runs.models import Run
-from tests.streams import projection_dump
-print(json.dumps({r.name: projection_dump(r) for r in Run.objects.order_by("name")}, default=str, sort_keys=True))
-"""
-
-
-@pytest.fixture
-def pg_env(tmp_path):
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        admin = psycopg.connect(PG + "postgres", autocommit=True, connect_timeout=2)
-    except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"PostgreSQL does not answer ({exc}); scripts/services starts it")
-    db = f"gg_ingest_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'CREATE DATABASE "{db}"')
-    env = {**os.environ, "DATABASE_URL": PG + db, "GG_CONSOLE_VAR": str(tmp_path),
-           "DJANGO_SETTINGS_MODULE": "gg_console.settings"}  # fmt: skip
-    env.pop("REDIS_URL", None)
-    try:
-        manage(env, "migrate", "--noinput")
-        yield env
-    finally:
-        admin.execute(f'DROP DATABASE "{db}" WITH (FORCE)')
-        admin.close()
-
-
-def manage(env, *args, input=None):
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True,
-                          check=True, timeout=300, input=input)  # fmt: skip
-
-
-def dump(env):
-    return json.loads(manage(env, "shell", "-c", DUMP).stdout.splitlines()[-1])
 
 
 def test_ingest_export_and_rebuild_on_postgresql(pg_env, tmp_path):
