@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP goes to Django, WebSockets to the Channels routes.
 
-Sockets pass AllowedHostsOriginValidator (foreign origins refused) and AuthMiddlewareStack
-(the session user; consumers refuse anonymous users). The `channel` protocol is the launch
+Sockets pass SameOriginValidator (gg_console.origins: an Origin other than this site's scheme,
+host and port is refused) and AuthMiddlewareStack (the session user; consumers refuse anonymous
+users). The `channel` protocol is the launch
 worker: `manage.py runworker gg-runs` executes runs dispatched over Redis.
 
 Loading the application (Daphne, runserver, runworker) sweeps runs a dead server or worker left
@@ -17,15 +18,15 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from gg_console.origins import SameOriginValidator  # noqa: E402
 from gg_console.routing import websocket_urlpatterns  # noqa: E402
 from runs.launch import dispatch  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         "channel": ChannelNameRouter({dispatch.CHANNEL: dispatch.RunWorkerConsumer.as_asgi()}),
     }
 )
