@@ -20,11 +20,19 @@ from runs.pages.common import get_run, run_agents, run_context, run_holdings
 STORE_BANDS = {"memories": "memory", "tasks": "task_list", "skills": "skill"}
 
 
+# A kind's stores are shown a page at a time: a run spawning thousands of agents with stores of their
+# own keeps a page of bounded size.
+STORES_SHOWN = 50
+
+
 @require_GET
 def stores_page(request, pk):
     run = get_run(pk)
     stores = store_index(run, run_agents(run), run_holdings(run))
-    return render(request, "runs/stores.html", run_context(run, "stores", groups=stores_by_kind(stores),
+    page = request.GET.get("page", "")
+    page = int(page) if page.isdigit() and int(page) > 0 else 1  # anything else: the first page
+    groups = store_pages(stores_by_kind(stores), request.GET.get("kind", ""), page)
+    return render(request, "runs/stores.html", run_context(run, "stores", groups=groups,
                                                            origins=roster_records(run)))
 
 
@@ -136,3 +144,25 @@ def stores_by_kind(stores: list[StoreView]) -> list[tuple[str, list[StoreView]]]
     for s in stores:
         groups[s.kind].append(s)
     return list(groups.items())
+
+
+@dataclass
+class StoreGroup:
+    kind: str
+    stores: list  # the page shown
+    total: int
+    page: int
+    pages: int
+
+
+def store_pages(groups, kind: str, page: int) -> list[StoreGroup]:
+    """Each kind's first page of `STORES_SHOWN` stores; with `kind`, only that kind at `page` (past
+    its last page: the last one)."""
+    out = []
+    for name, stores in groups:
+        if kind and name != kind:
+            continue
+        pages = max(1, -(-len(stores) // STORES_SHOWN))
+        at = min(page, pages) if kind else 1
+        out.append(StoreGroup(name, stores[(at - 1) * STORES_SHOWN:at * STORES_SHOWN], len(stores), at, pages))
+    return out
