@@ -180,7 +180,7 @@ class Hooks:
     def _run(self, hook, event, agent, payload):
         """(decision, output) of one hook; a failing hook ends the session hook_error."""
         action = hook["action"]
-        workspace = self.engine.workspace
+        workspace = agent.workspace if agent else self.engine.workspace  # an issue agent's is its worktree
         body = {"event": event, **({"agentId": agent.id, "agentKind": agent_kind(agent)} if agent else {}),
                 **payload}
         if isinstance(body.get("contents"), str) and len(body["contents"]) > PAYLOAD_CHARS:

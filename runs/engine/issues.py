@@ -11,14 +11,15 @@ stopped by its own ceiling is retried the same way; once `retries` has reached t
 `maxRetries` (project-management param, gg's default 1), the next failure fails the issue. Each move is a `board_state`;
 `issue_review` and `worktree_merged` go on the issue's stream (the implementer attempt's).
 
-The built-in engine keeps no git worktrees: every issue agent works in the shared workspace, and the
-branch gg would use (`gg/issue-<n>`, n in dispatch order) is reported on agent_spawned and
-worktree_merged only — an accepted issue is a clean merge, a failed one a discard.
+Each issue's agents work in a real git worktree of the workspace on branch `gg/issue-<n>` (n in
+dispatch order; runs.engine.worktrees): an accepted issue's branch is merged back (worktree_merged
+merged, or conflicts when git could not), a failed one's discarded.
 """
 
 from runs.engine.agents import Agent, Handle, message
 from runs.engine.holdings import open_holdings
 from runs.engine.tools.errors import ToolError
+from runs.engine.worktrees import WorktreeError
 
 TERMINAL = ("done", "failed")
 
@@ -36,7 +37,10 @@ def wait(engine, waiter, issue_id):
         if issue["agentId"] not in {p.slug for p in engine.spec.profiles}:
             raise ToolError("invalid-argument", f"{issue_id} names {issue['agentId']!r}, which is no profile's slug")
         max_retries = waiter.params("project-management").get("maxRetries", 1)
-        engine.block(waiter, f"issue {issue_id}", lambda: _work(engine, board, issue, max_retries))
+        try:
+            engine.block(waiter, f"issue {issue_id}", lambda: _work(engine, board, issue, max_retries))
+        except WorktreeError as exc:
+            raise ToolError("io-error", f"{issue_id} could not be dispatched: {exc}") from None
     elif issue["status"] not in TERMINAL:
         raise ToolError("refused", f"{issue_id} is {issue['status']} inside another agent's wait")
     return f"{issue_id} {issue['status']}: {engine.issue_summaries.get(issue_id, '')}"
@@ -47,6 +51,7 @@ def _work(engine, board, issue, max_retries):
     sends a new attempt back to work while `retries` < maxRetries; past that the issue fails."""
     issue_id = issue["id"]
     branch = engine.branches.setdefault(issue_id, f"gg/issue-{len(engine.branches) + 1}")
+    engine.worktrees.add(branch)
     items = None
     while True:
         attempt = engine.attempts.get(issue_id, 0)
@@ -72,6 +77,7 @@ def _work(engine, board, issue, max_retries):
         if issue["retries"] >= max_retries:
             implementer.emit("log", level="warn", message=f"{issue_id}: attempt {implementer.id} {outcome}; "
                              f"no retries left (maxRetries {max_retries}), the issue fails")
+            engine.worktrees.discard(branch)
             implementer.emit("worktree_merged", branch=branch, merged=False, conflicts=False)  # discarded
             issue["status"] = "failed"
             _moved(implementer, board)
@@ -79,7 +85,11 @@ def _work(engine, board, issue, max_retries):
         implementer.emit("log", level="info", message=f"{issue_id}: attempt {implementer.id} {outcome}; retry "
                          f"{issue['retries'] + 1} of {max_retries}")
         issue.update(status="in_progress", retries=issue["retries"] + 1)  # the next attempt's dispatch reports it
-    implementer.emit("worktree_merged", branch=branch, merged=True, conflicts=False)
+    merged, conflicts = engine.worktrees.merge(branch)
+    implementer.emit("worktree_merged", branch=branch, merged=merged, conflicts=conflicts)
+    if conflicts:
+        implementer.emit("log", level="warn", message=f"{issue_id}: {branch} conflicts with the workspace; its "
+                         "work was accepted but not merged")
     issue["status"] = "done"
     engine.issues_done.add(issue_id)
     _moved(implementer, board)

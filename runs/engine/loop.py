@@ -32,6 +32,7 @@ from runs.engine import codeturn, thread, toolcalls
 from runs.engine.agents import Agent, Handle, SessionOver, message
 from runs.engine.delegation import Delegator
 from runs.engine.hooks import HookedWorkspace, Hooks
+from runs.engine.worktrees import Worktrees
 from runs.engine.holdings import StoreRegistry, open_holdings
 from runs.engine.providers import SUBMIT_PROGRAM, ProviderError, Request, make_provider
 from runs.engine.sandbox.model_text import code_prompt
@@ -60,6 +61,7 @@ class Engine(Delegator):
             self.workspace.write_file(path, contents)
         self.registry = StoreRegistry(Path(workspace_dir))
         self.hooks = Hooks(self)
+        self.worktrees = Worktrees(self.workspace)
         self._agent_workspaces = {}
         self.should_cancel = should_cancel
         self.provider = provider or make_provider(spec.provider)
@@ -86,8 +88,13 @@ class Engine(Delegator):
         self.review_phases = Counter()
 
     def workspace_for(self, agent):
+        """`agent`'s hand on the workspace: the run's, or its issue's worktree; through its hooks."""
         if agent.id not in self._agent_workspaces:
-            self._agent_workspaces[agent.id] = HookedWorkspace(self.workspace, agent)
+            base, path = self.workspace, self.worktrees.paths.get(agent.worktree)
+            if path is not None:
+                base = Workspace(path, quota_bytes=self.workspace.quota_bytes)
+                base.deadline, base.interrupt = self.workspace.deadline, self.workspace.interrupt
+            self._agent_workspaces[agent.id] = HookedWorkspace(base, agent)
         return self._agent_workspaces[agent.id]
 
     # -- ids and incarnations --------------------------------------------------------------
@@ -115,7 +122,7 @@ class Engine(Delegator):
             m for m in history.messages if m["role"] != "system"] + opening_messages
         thread.stamp(history.messages, 0)
         agent.emit("agent_spawned", profileId=agent.profile.slug, modelId=agent.profile.model_id, depth=agent.depth,
-                   cwd=str(self.workspace.root), brief=agent.brief, worktree=agent.worktree)
+                   cwd=str(agent.workspace.root), brief=agent.brief, worktree=agent.worktree)
         if agent.machine:
             agent.emit("fsm_state", fsmId=agent.machine.slug, state=agent.state, profileId=agent.profile.slug,
                        **({"from": from_state} if from_state else {}))

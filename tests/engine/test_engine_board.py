@@ -171,3 +171,37 @@ def test_max_retries_sends_a_stopped_implementer_back_then_fails_the_issue(tmp_p
                      "ISSUE-1: attempt ISSUE-1.2i stopped; no retries left (maxRetries 2), the issue fails"]
     assert "the previous attempt (ISSUE-1.0i) stopped" in of_type(records, "agent_spawned", "ISSUE-1.1i")[0]["brief"]
     assert [(m["merged"], m["conflicts"]) for m in of_type(records, "worktree_merged")] == [(False, False)]
+
+
+def test_issues_work_in_real_git_worktrees_merged_back_or_conflicting(tmp_path):
+    """Each implementer works in `git worktree add` of the workspace on gg/issue-<n>; an accepted branch
+    is merged (merged), and one git cannot merge is reported as a conflict, each as it happened."""
+    board = {"id": "project-management", "enabled": True, "params": {"mergeAgent": "one"}}
+    roster = [{"agent": "one", "description": "", "scopes": ["implementer"]},
+              {"agent": "two", "description": "", "scopes": ["implementer"]}]
+    first = {"title": "Write a.txt", "agent": "one", "in_scope": ["a.txt"], "completion_criteria": ["a.txt"]}
+    second = {"title": "Also write a.txt", "agent": "two", "in_scope": ["a.txt"], "completion_criteria": ["a.txt"]}
+    data = spec([tool_agent("lead", [board], subagents=roster),
+                 tool_agent("one", FILES + [board], subagents=roster), tool_agent("two", FILES)],
+                {"lead": [call("create_issue", **first), call("create_issue", **second),
+                          call("wait_for_issue", issue_id="ISSUE-1"), call("finish", summary="ok")],
+                 "one": [call("write_file", path="a.txt", contents="one\n"), call("wait_for_issue", issue_id="ISSUE-2"),
+                         call("finish", summary="wrote one")],
+                 "two": [call("write_file", path="a.txt", contents="two\n"), call("finish", summary="wrote two")]},
+                workspace={"files": {"README": "base\n"}}, limits={"maxParallel": 2})
+    run, records = run_spec(data, tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed", of_type(records, "log")
+    ws = tmp_path / "ws"
+    cwd = {r["agentId"]: r["cwd"] for r in of_type(records, "agent_spawned")}
+    assert cwd["root"] == str(ws.resolve())
+    assert cwd["ISSUE-1.0i"] == str(ws.resolve() / ".gg" / "worktrees" / "gg-issue-1")
+    assert cwd["ISSUE-2.0i"] == str(ws.resolve() / ".gg" / "worktrees" / "gg-issue-2")
+    merges = [(r["agentId"], r["branch"], r["merged"], r["conflicts"]) for r in of_type(records, "worktree_merged")]
+    assert merges == [("ISSUE-2.0i", "gg/issue-2", True, False), ("ISSUE-1.0i", "gg/issue-1", False, True)]
+    assert (ws / "a.txt").read_text() == "two\n"  # the merged branch's; the conflicting one left unmerged
+    assert not (ws / ".gg" / "worktrees" / "gg-issue-1").exists()
+    import subprocess
+    log = subprocess.run(["git", "-C", str(ws), "-c", "safe.directory=*", "log", "--format=%s"],
+                         capture_output=True, text=True).stdout.splitlines()
+    assert log[0] == "gg: merge gg/issue-2" and log[-1] == "gg: the workspace as the run found it"
+    assert any("conflicts with the workspace" in r["message"] for r in of_type(records, "log"))
