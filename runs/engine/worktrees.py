@@ -3,8 +3,8 @@ reviewers) work in `git worktree add` of the run's workspace on branch `gg/issue
 review the branch is merged back (merged / conflict) or discarded.
 
 The workspace becomes a repository at the first dispatch when it is not one (everything in it the
-first commit). Worktrees live under the workspace's `.gg/worktrees/` (gg's own directory, which the
-walks skip). git runs confined exactly as the shell does (runs.engine.tools.confined): the
+first commit). Worktrees live under the workspace's `.gg-worktrees/`, which the walks skip and no
+commit of the main checkout takes. git runs confined exactly as the shell does (runs.engine.tools.confined): the
 workspace is the model's, so its repository's config, hooks and attributes are too — on the host
 they could run anything, inside the namespace they reach nothing but the workspace.
 """
@@ -17,6 +17,7 @@ from runs.engine.tools.confined import ConfinementUnavailable, run_confined
 GIT = ("git -c user.name=gg -c user.email=gg@localhost -c safe.directory='*' -c core.hooksPath=/dev/null "
        "-c commit.gpgSign=false -c init.defaultBranch=main")
 GIT_TIMEOUT_SECS = 120
+DIR = ".gg-worktrees"  # under the workspace root; the walks skip it
 
 
 class WorktreeError(Exception):
@@ -48,9 +49,9 @@ class Worktrees:
         if not (self.root / ".git").exists():
             self._git(f"{GIT} init -q && {GIT} add -A && {GIT} commit -q --allow-empty -m 'gg: the workspace as the "
                       f"run found it'")
-        self._git("grep -qx '.gg/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info && echo '.gg/' >> "
-                  ".git/info/exclude; }")  # gg's own directory never goes into a commit
-        path = self.root / ".gg" / "worktrees" / branch.replace("/", "-")
+        self._git(f"grep -qx '{DIR}/' .git/info/exclude 2>/dev/null || {{ mkdir -p .git/info && echo '{DIR}/' >> "
+                  ".git/info/exclude; }")  # the worktrees never go into a commit of the main checkout
+        path = self.root / DIR / branch.replace("/", "-")
         self._git(f"{GIT} worktree add -q -b {shlex.quote(branch)} {shlex.quote(str(path))} HEAD")
         self.paths[branch] = path
         return path

@@ -194,12 +194,12 @@ def test_issues_work_in_real_git_worktrees_merged_back_or_conflicting(tmp_path):
     ws = tmp_path / "ws"
     cwd = {r["agentId"]: r["cwd"] for r in of_type(records, "agent_spawned")}
     assert cwd["root"] == str(ws.resolve())
-    assert cwd["ISSUE-1.0i"] == str(ws.resolve() / ".gg" / "worktrees" / "gg-issue-1")
-    assert cwd["ISSUE-2.0i"] == str(ws.resolve() / ".gg" / "worktrees" / "gg-issue-2")
+    assert cwd["ISSUE-1.0i"] == str(ws.resolve() / ".gg-worktrees" / "gg-issue-1")
+    assert cwd["ISSUE-2.0i"] == str(ws.resolve() / ".gg-worktrees" / "gg-issue-2")
     merges = [(r["agentId"], r["branch"], r["merged"], r["conflicts"]) for r in of_type(records, "worktree_merged")]
     assert merges == [("ISSUE-2.0i", "gg/issue-2", True, False), ("ISSUE-1.0i", "gg/issue-1", False, True)]
     assert (ws / "a.txt").read_text() == "two\n"  # the merged branch's; the conflicting one left unmerged
-    assert not (ws / ".gg" / "worktrees" / "gg-issue-1").exists()
+    assert not (ws / ".gg-worktrees" / "gg-issue-1").exists()
     import subprocess
     log = subprocess.run(["git", "-C", str(ws), "-c", "safe.directory=*", "log", "--format=%s"],
                          capture_output=True, text=True).stdout.splitlines()

@@ -290,7 +290,7 @@ def test_rerun_carries_the_fields_the_form_has_no_inputs_for(operator_client):
                                  "params": {"lineCap": 40}}],
                "tools": ["read_file"],
                "openingTurn": {"modules": ["memories"], "functions": []}, "customInstructions": "Be brief.",
-               "hooks": {"preTurn": ["echo hi"]}, "loopDetection": {"window": 4}, "modelSlots": {"fast": "m"}}
+               "hooks": [{"event": "agent-stop", "action": {"type": "command", "command": "echo hi", "timeoutSecs": 5}}], "loopDetection": {"window": 4}, "modelSlots": {"fast": "m"}}
     original = {"task": "Read.", "agents": [profile], "limits": {"maxTurns": 3, "maxCost": 0.5},
                 "provider": {"kind": "scripted", "script": {"lead": []}}, "engine": "builtin",
                 "modelSlots": {"default": "scripted/lead"}}

@@ -24,7 +24,7 @@ SEARCH_LINE_CHARS = 200
 SEARCH_FILE_BYTES = 8 * 1024 * 1024  # a file is searched up to here
 SEARCH_LINE_BYTES = 1024 * 1024  # a longer line is searched up to here
 CLOCK_EVERY_LINES = 2048
-SKIP_DIRS = {".git", ".gg", "node_modules", "__pycache__", ".venv"}  # .gg: gg's own (worktrees)
+SKIP_DIRS = {".git", ".gg-worktrees", "node_modules", "__pycache__", ".venv"}  # the issues' worktrees
 
 
 def _options():
