@@ -71,7 +71,8 @@ def test_the_runs_list_and_the_import_form(page, console_server, demo):
     shoot(page, f"{console_server.url}/", "runs-list")
     row = page.locator("table.runs tbody tr", has=page.locator('a:text-is("demo")'))
     cells = row.locator("td").all_inner_texts()
-    assert cells[1:8] == ["completed", "Import", cells[3], "7", "11", "42", "4"] and cells[8] == "2 · 8"
+    # a selection box first, then name, status, source, received, started, agents, turns, calls, error turns, …
+    assert cells[2:10] == ["completed", "Import", cells[4], cells[5], "7", "11", "42", "4"] and cells[10] == "2 · 8"
     page.goto(f"{console_server.url}/runs/import/")
     page.set_input_files("input[type=file]", str(STREAMS / "malformed_tail.ndjson"))
     page.fill("input[name=name]", "uploaded-tail")
