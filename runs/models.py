@@ -275,7 +275,7 @@ class SavedConfiguration(models.Model):
 
 class RunFacts(models.Model):
     """What the runs list filters and sorts on and the analysis reads, one row per run: a fold of the
-    run's projections kept by the write path (`runs.across.facts.refresh`), so a list of 10,000 runs
+    run's projections kept by the write path (`runs.ingest.facts.refresh`), so a list of 10,000 runs
     never reads an agent or an event. Agent-level sets are stored as ``|a|b|`` text so one LIKE
     filters them on SQLite and PostgreSQL alike."""
 
@@ -293,7 +293,7 @@ class RunFacts(models.Model):
     refusals_by_agent = models.JSONField(default=dict, blank=True)  # {agent id: {operation: n}}
     peak_context = models.JSONField(default=dict, blank=True)  # {agent id: the largest totalTokens reported}
     # The run's agents summed per profile, model, mode, language and docViewTypes: what the analysis
-    # groups (runs.across.facts.cohorts), so a study of 1,000 runs decodes one document per run.
+    # groups (runs.ingest.facts.cohorts), so a study of 1,000 runs decodes one document per run.
     agents = models.JSONField(default=list, blank=True)
     failed_calls = models.PositiveIntegerField(default=0)  # tool + API failures (the list sorts on it)
     total_tokens = models.BigIntegerField(null=True, blank=True)

@@ -93,6 +93,29 @@ def test_no_import_cycle_in_runs_surfaces_gg_console():
     assert find_cycle(import_graph()) is None
 
 
+def package_graph(graph) -> dict[str, set[str]]:
+    """The import graph of the packages: a module's node is its first two dotted components
+    (runs.ingest.writer -> runs.ingest; a top-level runs/*.py module such as runs.access is its own)."""
+    def package(module):
+        return ".".join(module.split(".")[:2])
+    packages = {package(m): set() for m in graph}
+    for module, imports in graph.items():
+        packages[package(module)].update(package(i) for i in imports if package(i) != package(module))
+    return packages
+
+
+def test_the_package_graph_groups_modules_by_their_first_two_components():
+    graph = package_graph({"runs.ingest.writer": {"runs.feed.search", "runs.ingest.fold"},
+                           "runs.feed.search": {"runs.models"}, "runs.ingest.fold": set(), "runs.models": set()})
+    assert graph == {"runs.ingest": {"runs.feed"}, "runs.feed": {"runs.models"}, "runs.models": set()}
+    assert find_cycle(package_graph({"runs.a.x": {"runs.b.y"}, "runs.b.z": {"runs.a.w"},
+                                     "runs.b.y": set(), "runs.a.w": set()})) == ["runs.a", "runs.b", "runs.a"]
+
+
+def test_no_import_cycle_among_the_packages():
+    assert find_cycle(package_graph(import_graph())) is None
+
+
 def test_the_engine_never_imports_the_launch_flow():
     graph = import_graph()
     offenders = {m: sorted(i for i in imports if i.startswith("runs.launch"))

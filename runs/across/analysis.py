@@ -2,7 +2,7 @@
 
 Read off the projections alone — one RunFacts row per run, carrying its agents summed per profile,
 model, mode, language and docViewTypes (turns, calls per operation, refusals, failures, context
-bands, cost: runs.across.facts.cohorts) and the duration — in one query whatever the number of
+bands, cost: runs.ingest.facts.cohorts) and the duration — in one query whatever the number of
 events or agents. Agent-level dimensions (the arm, execution mode, profile, model, a capability's presence
 or a param's value in the agent's profile) group agents; run-level ones (the run name's prefix)
 group each run's agents together. The list's agent-level filters keep only matching agents.
@@ -16,7 +16,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-from runs.across.facts import add_counts
+from runs.ingest.facts import add_counts
 from runs.across.filters import AGENT_SETS, RunFilter, runs as filtered_runs
 from runs.stream.profiles import find_profile
 from runs.stream.record import as_list

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from runs.across import facts as run_facts
+from runs.ingest import facts as run_facts
 from runs.models import Agent, Run, RunFacts
 from runs.stream.profiles import find_profile
 from runs.stream.usage import TOKEN_CLASSES

@@ -14,7 +14,7 @@ from datetime import datetime, time, timedelta, timezone as dt_timezone
 
 from django.db.models import Q
 
-from runs.across import facts as run_facts
+from runs.ingest import facts as run_facts
 from runs.models import Run
 from surfaces.arms import LANGUAGES
 from surfaces.docviews import FLAGS, NONE

@@ -15,7 +15,7 @@ from datetime import datetime
 from django.db.models import F, FloatField, Value
 from django.db.models.functions import Coalesce
 
-from runs.across import facts as run_facts
+from runs.ingest import facts as run_facts
 from runs.across.filters import RunFilter, runs as filtered_runs
 
 PER_PAGE = 50

@@ -1,7 +1,8 @@
 """Across runs: the runs list, the selection's actions, comparisons, the analysis and saved views.
 
 Thin: the reads are runs.across.{filters, run_list, compare, analysis}; the one write of their own
-is a saved view (runs.across.saved), a run is deleted through runs.ingest.services.
+is a saved view (runs.across.saved); a run is deleted through runs.ingest.services and its lines
+read through runs.ingest.stored.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.across import analysis, charts, compare, filters, run_list as listing, saved
-from runs.ingest import services
-from runs.ingest.api import readable_run
+from runs.access import readable_run, run_resolve
+from runs.ingest import services, stored
 from runs.models import Run, SavedView
-from runs.pages import run_selectors
 
 EXPORT_MAX = 50  # runs per export archive
 SAVE_PERMISSION = "runs.add_run"  # who may launch may save views, as with configurations
@@ -101,7 +101,7 @@ def _export(runs):
                 name = f"{name}-{run.pk}"
             names.add(name)
             with archive.open(f"{name}.ndjson", "w") as out:
-                for _seq, raw in run_selectors.run_raw_lines(run):
+                for _seq, raw in stored.run_raw_lines(run):
                     out.write(raw.encode("utf-8") + b"\n")
     spool.seek(0)
     return FileResponse(spool, as_attachment=True, filename="runs.zip", content_type="application/zip")
@@ -113,7 +113,7 @@ def _comparison(request):
     if not all(refs):
         return None, "Name two runs: ?a=<run>&b=<run> (an id or a name each).", 400
     # A NUL names no run (and PostgreSQL text cannot hold one to look for).
-    a, b = (None if "\x00" in ref else run_selectors.run_resolve(ref) for ref in refs)
+    a, b = (None if "\x00" in ref else run_resolve(ref) for ref in refs)
     for ref, run in zip(refs, (a, b)):
         if run is None:
             return None, f"No run {ref!r}.", 404

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 
 from runs.stream.usage import format_tokens
+from runs.stream.record import clock
 
 ARGS_LIMIT = 160  # compact JSON arguments, as gg's console cuts them
 
@@ -71,19 +72,6 @@ class Row:
     @property
     def time(self):
         return clock(self.timestamp)
-
-
-def clock(timestamp):
-    """gg's RFC 3339 stamp "2026-07-24T04:34:39.0674579Z" -> "04:34:39.067"; anything else as written."""
-    if not (len(timestamp) >= 19 and timestamp[10] == "T" and timestamp[13] == ":"):
-        return timestamp
-    digits = ""
-    if timestamp[19:20] == ".":
-        for ch in timestamp[20:23]:
-            if not ch.isdigit():
-                break
-            digits += ch
-    return f"{timestamp[11:19]}.{digits.ljust(3, '0')}"
 
 
 def compact(value, limit=ARGS_LIMIT):

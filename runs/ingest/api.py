@@ -16,39 +16,10 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from runs.pages import run_selectors as selectors
+from runs.access import bearer_user, readable_run, run_resolve, unauthorized
 from runs.ingest import services, writer
-from runs.models import IngestToken, Run
+from runs.models import Run
 from runs.ingest.views import ndjson_response
-
-
-def bearer_user(request):
-    """The active user whose `IngestToken` the request's ``Authorization: Bearer <key>`` names, or None."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, key = header.partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
-        return None
-    token = IngestToken.objects.select_related("user").filter(key=key.strip()).first()
-    if token is None or not token.user.is_active:
-        return None
-    return token.user
-
-
-def unauthorized(message):
-    """A 401 JSON response naming what is missing, with the Bearer challenge."""
-    response = JsonResponse({"error": message}, status=401)
-    response["WWW-Authenticate"] = 'Bearer realm="gg console"'
-    return response
-
-
-def readable_run(request, ref):
-    """(run, None) for a reader (a logged-in user or a bearer token), else (None, the error response)."""
-    if not (request.user.is_authenticated or bearer_user(request)):
-        return None, unauthorized("Log in or send Authorization: Bearer <token>.")
-    run = selectors.run_resolve(ref)
-    if run is None:
-        return None, JsonResponse({"error": f"No run {ref!r}."}, status=404)
-    return run, None
 
 
 @csrf_exempt
@@ -81,7 +52,7 @@ def _post(request, ref):
     user = bearer_user(request)
     if user is None:
         return unauthorized("Send Authorization: Bearer <ingest token>.")
-    run = selectors.run_resolve(ref)
+    run = run_resolve(ref)
     created = False
     if run is None:
         if str(ref).isdigit():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from runs.across import facts as run_facts
+from runs.ingest import facts as run_facts
 from runs.feed import doorbell, search
 from runs.ingest.fold import FoldRow, fold, reset_run
 from runs.ingest.fold_flush import update_rows

@@ -1,6 +1,6 @@
 """Import and export views: the upload form and the NDJSON download, and the end of a run's life:
 mark ended, delete (writes go through `runs.ingest.services`, reads of the stored lines through
-`runs.pages.run_selectors`)."""
+`runs.ingest.stored`)."""
 
 from pathlib import PurePath
 
@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from runs.ingest import services
 from runs.ingest.forms import ImportForm
 from runs.models import Run
-from runs.pages import run_selectors as selectors
+from runs.ingest import stored
 
 REJECTIONS_LISTED = 1000  # rows of the upload form's rejected-lines table
 
@@ -84,7 +84,7 @@ def ndjson_response(run: Run, *, after: int = 0, filename: str | None = None, re
     if isinstance(request, ASGIRequest):
         lines = _alines(run, after, upto)
     else:
-        lines = (raw.encode("utf-8") + b"\n" for _seq, raw in selectors.run_raw_lines(run, after=after, upto=upto))
+        lines = (raw.encode("utf-8") + b"\n" for _seq, raw in stored.run_raw_lines(run, after=after, upto=upto))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
     response["X-Last-Seq"] = str(upto)
     if filename:
@@ -95,7 +95,7 @@ def ndjson_response(run: Run, *, after: int = 0, filename: str | None = None, re
 async def _alines(run, after, upto, chunk=2000):
     cursor = after
     while True:
-        rows = await sync_to_async(selectors.raw_lines_chunk)(run.pk, cursor, upto, chunk)
+        rows = await sync_to_async(stored.raw_lines_chunk)(run.pk, cursor, upto, chunk)
         if not rows:
             return
         yield b"".join(raw.encode("utf-8") + b"\n" for _seq, raw in rows)

@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from runs.across import facts as run_facts
+from runs.ingest import facts as run_facts
 from runs.feed import doorbell, search
 from runs.ingest.fold import FoldRow, fold
 from runs.ingest.lines import MAX_LINE_BYTES, OversizeLine, dump_record, iter_lines, parse_line

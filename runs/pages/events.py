@@ -20,9 +20,8 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET
 
-from runs.feed.rows import clock
-from runs.ingest.api import readable_run
-from runs.stream.record import classify, loads_record, parse_timestamp
+from runs.access import readable_run
+from runs.stream.record import classify, clock, loads_record, parse_timestamp
 from runs.models import Event, RejectedLine, Run
 from runs.pages import calls, programs
 from runs.pages.common import run_context

@@ -13,7 +13,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
-from runs.ingest.api import readable_run
+from runs.access import readable_run
 from runs.models import Run
 from runs.pages import calls, run_selectors
 from runs.pages.agents import agent_forest, agent_surface_counts

@@ -1,5 +1,6 @@
 """Run-level reads (the HackSoft split: views call these; writes live in `runs.ingest.services`):
-a run by pk or name, its usage, duration and header, and its stored lines out. Each tab's own reads
+a run's usage, duration and header (the run by reference: `runs.access`; its stored lines out:
+`runs.ingest.stored`). Each tab's own reads
 sit beside its view (`runs/pages/<tab>.py`).
 
 Each function here runs a bounded number of queries whatever the number of events: the run header
@@ -20,16 +21,6 @@ from runs.stream.usage import COST_CLASSES, TOKEN_CLASSES, total_tokens
 
 # ---------------------------------------------------------------------------------------------
 # Runs
-
-
-def run_resolve(ref) -> Run | None:
-    """A run by pk (all digits) or by name; None when there is none."""
-    ref = str(ref).strip()
-    if ref.isdigit():
-        run = Run.objects.filter(pk=int(ref)).first()
-        if run is not None:
-            return run
-    return Run.objects.filter(name=ref).first()
 
 
 def run_usage(run: Run) -> dict:
@@ -122,29 +113,3 @@ def run_header(run: Run) -> dict:
         "tool_failure_count": sum(run.tool_failures.values()) if run.tool_failures else 0,
         "api_failure_count": sum(run.api_failures.values()) if run.api_failures else 0,
     }
-
-
-# ---------------------------------------------------------------------------------------------
-# The stored stream, out
-
-
-def run_raw_lines(run: Run, *, after: int = 0, upto: int | None = None, chunk: int = 2000):
-    """Yield ``(seq, raw)`` for the run's stored records after `after` (up to `upto`), in seq order,
-    reading `chunk` rows per query so memory stays bounded on any size of run."""
-    cursor = max(int(after), 0)
-    while True:
-        rows = raw_lines_chunk(run.pk, cursor, upto, chunk)
-        if not rows:
-            return
-        yield from rows
-        cursor = rows[-1][0]
-        if len(rows) < chunk:
-            return
-
-
-def raw_lines_chunk(run_pk: int, after: int, upto: int | None, chunk: int) -> list:
-    """``[(seq, raw)]``: at most `chunk` stored records of a run after seq `after` (to `upto`)."""
-    qs = Event.objects.filter(run_id=run_pk, seq__gt=after)
-    if upto is not None:
-        qs = qs.filter(seq__lte=upto)
-    return list(qs.order_by("seq").values_list("seq", "raw")[:chunk])

@@ -317,6 +317,19 @@ def parse_timestamp(value):
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
 
 
+def clock(timestamp):
+    """gg's RFC 3339 stamp "2026-07-24T04:34:39.0674579Z" -> "04:34:39.067"; anything else as written."""
+    if not (len(timestamp) >= 19 and timestamp[10] == "T" and timestamp[13] == ":"):
+        return timestamp
+    digits = ""
+    if timestamp[19:20] == ".":
+        for ch in timestamp[20:23]:
+            if not ch.isdigit():
+                break
+            digits += ch
+    return f"{timestamp[11:19]}.{digits.ljust(3, '0')}"
+
+
 def roster_module_id(row: dict, agent_id: str) -> str:
     """The store id an `agent_modules` row names ('' for none): its ``moduleId`` as text, or for an
     enabled row of a stream older than module ids the reference console's ``legacy:<agent>:<kind>``.

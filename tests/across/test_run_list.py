@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.across import facts as run_facts
+from runs.ingest import facts as run_facts
 from runs.across.run_list import COLUMNS
 from runs.ingest import services
 from runs.models import Run, RunFacts

@@ -2,7 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.pages import run_selectors as selectors
+from runs.access import run_resolve
+from runs.ingest.stored import run_raw_lines
 
 
 class Command(BaseCommand):
@@ -13,10 +14,10 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", help="Write to this file instead of standard output.")
 
     def handle(self, *args, run, output=None, **options):
-        target = selectors.run_resolve(run)
+        target = run_resolve(run)
         if target is None:
             raise CommandError(f"No run {run!r}.")
-        lines = selectors.run_raw_lines(target, upto=target.last_seq)
+        lines = run_raw_lines(target, upto=target.last_seq)
         if output:
             with open(output, "wb") as fh:
                 n = _write(fh, lines)

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.pages import run_selectors as selectors
+from runs.access import run_resolve
 from runs.ingest.rebuild import rebuild_projections
 from runs.models import Run
 
@@ -21,7 +21,7 @@ class Command(BaseCommand):
         if all:
             runs = list(Run.objects.order_by("pk"))
         elif run:
-            target = selectors.run_resolve(run)
+            target = run_resolve(run)
             if target is None:
                 raise CommandError(f"No run {run!r}.")
             runs = [target]

@@ -3,7 +3,7 @@ facts are missing or behind its log — runs stored before the table existed —
 
 from django.core.management.base import BaseCommand
 
-from runs.across import facts
+from runs.ingest import facts
 from runs.models import Run
 
 

@@ -4,7 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.pages import run_selectors as selectors
+from runs.access import run_resolve
 from runs.pages.report import build_report
 
 
@@ -17,7 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json", help="Print the whole report as JSON.")
 
     def handle(self, *args, run, as_json=False, **options):
-        target = selectors.run_resolve(run)
+        target = run_resolve(run)
         if target is None:
             raise CommandError(f"No run {run!r}.")
         report = build_report(target)
