@@ -44,6 +44,7 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)  # first gg timestamp seen
     ended_at = models.DateTimeField(null=True, blank=True)  # session_ended's gg timestamp
+    session_started_seq = models.PositiveBigIntegerField(null=True, blank=True)  # its session_started, once arrived
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -104,7 +105,9 @@ class Agent(models.Model):
     cwd = models.TextField(blank=True)
     brief = models.TextField(blank=True)
     worktree = models.CharField(max_length=400, blank=True)
+    worktree_outcome = models.CharField(max_length=16, blank=True)  # worktree_merged: merged | conflict | discarded
     status = models.CharField(max_length=32, default="running")
+    waiting_on = models.CharField(max_length=200, blank=True)  # agent_status.waitingOn, while blocked
     returned = models.TextField(blank=True)  # agent_returned.summary
     role = models.CharField(max_length=32, blank=True)  # standard | review | judge, from the endings offered
 

@@ -87,7 +87,7 @@ class Grants:
         def spelled(op):
             return f"`{spelling_for(None, language, op)}`"
 
-        message = f"{spelled(op_id)} is not available in this run."
+        message = f"{spelled(op_id)} is not available."  # gg's words
         op = BY_ID.get(op_id)
         if op is not None and op.binding.kind == "ending":
             instead = [spelled(alt) for alt in ENDINGS[self.role].operations]

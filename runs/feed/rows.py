@@ -116,7 +116,8 @@ def _tool(ctx, ev, rec):
         return None  # legacy: a program call bridged inside its api_call bracket (§10)
     name = str(rec.get("name") or ev.tool_name or "?")
     if ev.type == "tool_call":
-        return ctx.row(ev, "tool", "tool", name, "tool", args=compact(rec.get("args", {})))
+        args = rec.get("args")
+        return ctx.row(ev, "tool", "tool", name, "tool", args=compact(args) if args else "")  # `{}`: no arguments line
     summary = rec.get("summary")
     return ctx.result_row(ev, "tool", f"{name}: {summary}" if summary else name, rec)
 
@@ -173,7 +174,10 @@ CONTEXT_LABELS = {
 
 def _context_managed(ctx, ev, rec):
     action = str(rec.get("action") or "?")
-    args = f"reclaimed {format_tokens(rec.get('reclaimedTokens'), '?')} tokens · {plural(rec.get('items', 0), 'item', 'items')}"
+    reclaimed = rec.get("reclaimedTokens")
+    args = plural(rec.get("items", 0), "item", "items")
+    if reclaimed != 0:  # gg omits "reclaimed 0 tokens"
+        args = f"reclaimed {format_tokens(reclaimed, '?')} tokens · {args}"
     return ctx.row(ev, "context", CONTEXT_LABELS.get(action, action), str(rec.get("detail") or action), "compact", args=args)
 
 
@@ -216,18 +220,41 @@ def _fsm_state(ctx, ev, rec):
 def _code_execution(ctx, ev, rec):
     logs = [str(line) for line in listed(rec.get("logs"))]
     failed = rec.get("ok") is False
+    healed = healing_note(rec.get("healing"))
     if not logs and not failed:
-        return None
+        return ctx.row(ev, "program", "healed", healed, "warn") if healed else None
     args = plural(len(logs), "line", "lines") if logs else ""
     dropped = rec.get("logsSuppressed")
     if dropped:
         args += f" · {plural(dropped, 'earlier line', 'earlier lines')} dropped by the capture cap"
+    if healed:
+        args = f"{args} · {healed}" if args else healed
     if failed:
         # Like a failed call: the error's own line (a trace's last: `KeyError: 'b'`), output beneath.
         error = rec.get("error") if isinstance(rec.get("error"), str) else ""
         headline = error_headline(error) or "The program was not run."
         return ctx.row(ev, "program", "program ✗", headline, "fail", args=args, output="\n".join(logs))
     return ctx.row(ev, "output", "output", "Program output", "system", args=args, output="\n".join(logs))
+
+
+def healing_note(healing) -> str:
+    """What an older stream's `code_execution.healing` repaired in the reply before it was compiled
+    (stream.md §10: strategies[], notAProgram?, blocks?, candidateShape?, didNotConverge); "" for nothing."""
+    if not isinstance(healing, dict):
+        return ""
+    strategies = [str(s) for s in listed(healing.get("strategies")) if s]
+    parts = []
+    if strategies:
+        parts.append(f"The reply was repaired before it was compiled ({', '.join(strategies)}).")
+    if healing.get("didNotConverge") is True:
+        parts.append("The healing did not reach a fixpoint.")
+    if healing.get("notAProgram") is True:
+        parts.append("The reply was not a program.")
+    if parts and isinstance(healing.get("blocks"), int) and not isinstance(healing.get("blocks"), bool):
+        parts.append(f"{plural(healing['blocks'], 'code block', 'code blocks')} in the reply.")
+    if parts and isinstance(healing.get("candidateShape"), str) and healing["candidateShape"]:
+        parts.append(f"Shape: {healing['candidateShape']}.")
+    return " ".join(parts)
 
 
 def error_headline(error: str) -> str:

@@ -54,7 +54,7 @@ from runs.stream.vocabulary import ID_MAX, STATE_KINDS
 STREAM_STATUSES = frozenset(Run.Status.values) - {"queued", "running", "interrupted"}
 
 RUN_PROJECTION_FIELDS = [
-    "status", "session_id", "started_at", "ended_at", "capability_set", "summary", "agent_count",
+    "status", "session_id", "session_started_seq", "started_at", "ended_at", "capability_set", "summary", "agent_count",
     "turn_count", "call_count", "error_turn_count", "error_turns", "error_types", "tool_failures",
     "api_failures", "usage", "slot_usage",
 ]  # fmt: skip
@@ -90,6 +90,7 @@ def reset_run(run: Run) -> None:
     if run.status in STREAM_STATUSES:
         run.status = Run.Status.RUNNING
     run.session_id = ""
+    run.session_started_seq = None
     run.started_at = None
     run.ended_at = None
     run.capability_set = None

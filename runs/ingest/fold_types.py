@@ -9,22 +9,32 @@ from __future__ import annotations
 from datetime import timedelta
 
 from runs.models import Agent
-from runs.stream.record import api_operation, as_list, as_text, derive_role, failure_class, parse_timestamp, roster_module_id
+from runs.stream.profiles import profile_key, profiles
+from runs.stream.record import api_operation, worktree_outcome, as_list, as_text, derive_role, failure_class, parse_timestamp, roster_module_id
 from runs.stream.usage import add_usage, breakdown_bands, bump, empty_usage, num, total
 from runs.stream.vocabulary import (
     DEPTH_COLUMN_MAX, FAILED_SESSION_STATUSES, ID_MAX, OPEN_AGENT_STATUSES, SHORT_MAX, STATE_KINDS, UNCLASSIFIED,
 )  # fmt: skip
 
 def _session_started(p, seq, rec, agent):
+    if p.run.session_started_seq is None:
+        p.run.session_started_seq = seq
     cs = rec.get("capabilitySet")
     if isinstance(cs, dict):
         p.run.capability_set = cs
+        first = next(iter(profiles(cs)), None)
+        if first is not None and not agent.parent_agent_id:
+            # gg gives a root never announced by agent_spawned the configuration's first profile
+            _name_unannounced(agent, profile_key(first), first.get("modelId"))
 
 
 def _session_summary(p, seq, rec, agent):
     summary = rec.get("summary")
     if summary is not None:
         p.run.summary = summary
+    slots = [s for s in as_list(summary.get("slotCosts")) if isinstance(s, dict)] if isinstance(summary, dict) else []
+    if len(slots) == 1 and not agent.parent_agent_id:  # one slot: the root's own
+        _name_unannounced(agent, slots[0].get("profileId") or slots[0].get("slot"), slots[0].get("modelId"))
 
 
 def _session_ended(p, seq, rec, agent):
@@ -95,6 +105,7 @@ def _usage(p, seq, rec, agent):
         slot = by_slot[key] = {"profileId": as_text(profile), "modelId": as_text(model), **empty_usage()}
     add_usage(slot, tokens, cost)
     add_usage(agent.usage, tokens, cost)
+    _name_unannounced(agent, rec.get("profileId") or rec.get("slot"), rec.get("modelId"))
 
 
 def _slot_usage(p, seq, rec, agent):
@@ -168,10 +179,13 @@ def _agent_status(p, seq, rec, agent):
     else:
         _resume(agent, at)
     agent.status = status
+    waiting = rec.get("waitingOn") if status == "blocked" else None
+    agent.waiting_on = as_text(waiting, 200) if waiting else ""
 
 
 def _agent_returned(p, seq, rec, agent):
     _resume(agent, parse_timestamp(rec.get("timestamp")))
+    agent.waiting_on = ""
     agent.status = "done"
     summary = rec.get("summary")
     agent.returned = summary if isinstance(summary, str) else as_text(summary, 10**6)
@@ -195,6 +209,10 @@ def _agent_transition(p, seq, rec, agent):
     state = rec.get("state")
     if state and not succ.fsm_state:
         succ.fsm_state = as_text(state)
+
+
+def _worktree_merged(p, seq, rec, agent):
+    agent.worktree_outcome = worktree_outcome(rec)
 
 
 def _fsm_state(p, seq, rec, agent):
@@ -263,6 +281,14 @@ def _state_snapshot(p, seq, rec, agent):
         p.dirty_stores.add(mid)
 
 
+def _name_unannounced(agent: Agent, profile, model) -> None:
+    """Fill the profile and model an agent_spawned did not give (it overrides them when it comes)."""
+    if profile and not agent.profile_id:
+        agent.profile_id = as_text(profile)
+    if model and not agent.model_id:
+        agent.model_id = as_text(model)
+
+
 def _bump_type(counter: dict, kind: str, error_type: str) -> None:
     bump(counter.setdefault(kind, {}), error_type)
 
@@ -297,6 +323,7 @@ HANDLERS = {
     "agent_returned": _agent_returned,
     "agent_transition": _agent_transition,
     "fsm_state": _fsm_state,
+    "worktree_merged": _worktree_merged,
     "agent_modules": _agent_modules,
     "agent_surface": _agent_surface,
     **{t: _state_snapshot for t in STATE_KINDS},

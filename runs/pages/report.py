@@ -43,7 +43,7 @@ def _iso(value):
 
 def _holding(h) -> dict:
     return {"kind": h.kind, "moduleId": h.module_id, "enabled": h.enabled, "origin": h.origin,
-            "writable": h.writable, "scope": h.scope or None}
+            "writable": h.writable, "scope": h.scope or None, "ownership": h.ownership or None}
 
 
 def _surface(agent) -> dict:
@@ -91,6 +91,8 @@ def build_report(run: Run) -> dict:
             "docViewTypes": a.doc_view_types or None,
             "role": a.role or None,
             "status": a.status,
+            "waitingOn": a.waiting_on or None,
+            "worktree": a.worktree_outcome or None,
             "turns": a.turns,
             "calls": a.call_count,
             "errorTurns": a.error_turn_count,
@@ -154,7 +156,7 @@ def build_report(run: Run) -> dict:
             "kind": s.kind,
             "sharing": s.sharing,
             "holders": [{"agentId": h.agent.agent_id, "origin": h.origin, "writable": h.writable,
-                         "scope": h.scope or None, "costTokens": s.holder_costs[h.agent.agent_id]}
+                         "scope": h.scope or None, "ownership": h.ownership or None, "costTokens": s.holder_costs[h.agent.agent_id]}
                         for h in s.holders],
             "dropped": s.dropped,
             "releasedBy": s.released_by,

@@ -90,12 +90,18 @@ def run_duration(run: Run, *, last_timestamp: str | None = None):
 def run_liveness(run: Run, last_received=None) -> dict:
     """How the run stands, as the header says it: ``{"state", "since"}`` — its status, or "stale"
     for a running run whose last record (or, with none, its creation) is older than
-    settings.RUN_STALE_SECONDS: a stream that stopped without session_ended."""
+    settings.RUN_STALE_SECONDS: a stream that stopped without session_ended; and "queued" for a
+    live run whose session_started has not arrived (gg: "queued — waiting for a runner"), with why."""
     if run.status == Run.Status.RUNNING:
         since = last_received or run.created_at
         if since and timezone.now() - since > timedelta(seconds=settings.RUN_STALE_SECONDS):
-            return {"state": "stale", "since": since}
-    return {"state": run.status, "since": None}
+            return {"state": "stale", "since": since, "why": ""}
+    if run.status in (Run.Status.RUNNING, Run.Status.QUEUED) and run.session_started_seq is None:
+        why = "waiting for a runner: no session_started yet"
+        if run.last_seq:
+            why += f" ({run.last_seq} record{'s' if run.last_seq != 1 else ''} before it)"
+        return {"state": "queued", "since": None, "why": why}
+    return {"state": run.status, "since": None, "why": ""}
 
 
 def run_header(run: Run) -> dict:

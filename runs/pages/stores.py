@@ -89,7 +89,8 @@ def _transition_lifetime(agents: list[Agent]) -> dict[str, list[dict]]:
             base = {"agent": succ.agent_id, "from_agent": pred.agent_id if pred else "",
                     "transition": succ.transition_kind, "kind": str(m.get("kind") or "")}
             if disposition in ("carried", "linked") and src and dst and src != dst:
-                rows[src].append({**base, "event": "swapped", "other": dst})
+                # the predecessor's store is released: the successor holds the other one
+                rows[src].append({**base, "event": "swapped", "other": dst, "releases": True})
                 rows[dst].append({**base, "event": "swapped", "other": src})
             elif disposition in ("carried", "linked"):
                 if src or dst:
@@ -97,13 +98,13 @@ def _transition_lifetime(agents: list[Agent]) -> dict[str, list[dict]]:
             elif disposition == "copied":
                 if src:
                     rows[src].append({**base, "event": "copied", "other": dst})
-                if dst:
-                    rows[dst].append({**base, "event": "copied", "other": src})
+                if dst:  # the copy's lifetime starts here, not at a creation
+                    rows[dst].append({**base, "event": "copied", "other": src, "starts": True})
             elif disposition == "dropped" and src:
-                rows[src].append({**base, "event": "dropped", "other": ""})
+                rows[src].append({**base, "event": "dropped", "other": "", "releases": True})
             elif disposition == "initialized":
                 if src and src != dst:
-                    rows[src].append({**base, "event": "dropped", "other": dst})
+                    rows[src].append({**base, "event": "dropped", "other": dst, "releases": True})
                 if dst:
                     rows[dst].append({**base, "event": "created", "other": ""})
     return rows
@@ -111,7 +112,8 @@ def _transition_lifetime(agents: list[Agent]) -> dict[str, list[dict]]:
 
 def store_index(run: Run, agents: list[Agent], holdings: list[Holding]) -> list[StoreView]:
     """One entry per store, whatever the number of holders, in kind order then id: holders,
-    lifetime (created at its first holder, then every succession touching it) and sharing."""
+    lifetime (where the stream starts it — created at its first holder, or copied by a fork — then
+    every succession touching it) and sharing."""
     views = {s.pk: StoreView(s) for s in ModuleStore.objects.filter(run=run)}
     for h in holdings:
         if h.store_id in views:
@@ -119,13 +121,15 @@ def store_index(run: Run, agents: list[Agent], holdings: list[Holding]) -> list[
     transitions = _transition_lifetime(agents)
     for view in views.values():
         first = view.holders[0] if view.holders else None
-        created = [{"event": "created", "agent": first.agent.agent_id if first else "", "from_agent": "",
-                    "transition": "", "kind": view.kind, "other": "", "origin": first.origin if first else ""}]
-        view.lifetime = created + [r for r in transitions.get(view.module_id, ()) if r["event"] != "created"]
+        rows = [r for r in transitions.get(view.module_id, ()) if r["event"] != "created"]
+        created = [] if any(r.get("starts") for r in rows) else [
+            {"event": "created", "agent": first.agent.agent_id if first else "", "from_agent": "",
+             "transition": "", "kind": view.kind, "other": "", "origin": first.origin if first else ""}]
+        view.lifetime = created + rows
         view.sharing = _sharing(view.holders)
         view.holder_costs = {h.agent.agent_id: holder_cost(h) for h in view.holders}
         # A store is dropped only when every holder has released it (spec/stream.md §7.4).
-        releases = {r["from_agent"] for r in view.lifetime if r["event"] == "dropped"}
+        releases = {r["from_agent"] for r in view.lifetime if r.get("releases")}
         holders = list(dict.fromkeys(h.agent.agent_id for h in view.holders))
         view.released_by = [a for a in holders if a in releases]
         view.dropped = bool(holders) and len(view.released_by) == len(holders)

@@ -354,3 +354,10 @@ def derive_role(tools, apis) -> str:
     if names & REVIEW_ENDINGS or ops & REVIEW_OPERATIONS:
         return "review"
     return "standard"
+
+
+def worktree_outcome(rec: dict) -> str:
+    """A worktree_merged record's outcome (spec/stream.md §7.5): merged, conflict or discarded."""
+    if rec.get("merged") is True:
+        return "merged"
+    return "conflict" if rec.get("conflicts") is True else "discarded"

@@ -61,10 +61,10 @@ def add_usage(acc: dict, tokens, cost) -> None:
 
 
 def total_tokens(tokens: dict | None):
-    """Sum of the reported classes (reasoning is part of output, so not added), or None."""
+    """Sum of the four reported classes, reasoning included (as gg's header adds them), or None."""
     if not tokens:
         return None
-    vals = [tokens.get(c) for c in ("uncachedInput", "cachedInput", "output")]
+    vals = [tokens.get(c) for c in TOKEN_CLASSES]
     vals = [v for v in vals if isinstance(v, (int, float))]
     return sum(vals) if vals else None
 

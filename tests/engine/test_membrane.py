@@ -29,12 +29,14 @@ def test_an_ending_outside_the_role_names_the_endings_the_agent_has(tmp_path):
     result = run(context(tmp_path, role="review"), "import gg\ngg.session.finish('done')")
     assert result.outcome.ending is None
     assert "Use `gg.session.approve` or `gg.session.request_changes` instead." in result.outcome.error
+    # gg's words exactly (seed 004: the error and nothing else)
+    assert result.outcome.error.endswith(
+        "`gg.session.finish` is not available. Use `gg.session.approve` or `gg.session.request_changes` instead.")
 
 
 def test_role_is_checked_before_shape(tmp_path):
     result = run(context(tmp_path), "import gg\ngg.session.request_changes([])")
-    assert "not the one to give verdicts" in result.outcome.error
-    assert "Use `gg.session.finish` instead." in result.outcome.error
+    assert result.outcome.error.endswith("`gg.session.request_changes` is not available. Use `gg.session.finish` instead.")
     assert result.of("api_result")[-1]["failure"] == "unavailable"
 
 
@@ -71,7 +73,8 @@ def test_a_program_that_declares_and_then_throws_has_its_ending_revoked(tmp_path
 
 def test_an_on_use_script_gets_no_ending_group(tmp_path):
     result = run(context(tmp_path, on_use_script=True), "import gg\ngg.session.finish('done')")
-    assert result.outcome.ending is None and "on-use script" in result.outcome.error
+    assert result.outcome.ending is None
+    assert result.outcome.error.endswith("`gg.session.finish` is not available.")  # no ending to name instead
 
 
 def test_calls_before_a_failure_stay_landed_and_shell_returns_the_exit_code(tmp_path):

@@ -211,8 +211,7 @@ def test_a_refusal_is_worded_in_typescript_with_the_short_key_on_the_error(tmp_p
     """)
     operation, code, message = result.outcome.views[0].body.split("|")
     assert (operation, code) == ("finish", "unavailable")
-    assert message.startswith("`gg.session.finish` is not available")
-    assert message.endswith("Use `gg.session.approve` or `gg.session.requestChanges` instead.")
+    assert message == "`gg.session.finish` is not available. Use `gg.session.approve` or `gg.session.requestChanges` instead."
     assert {"type": "api_result", "operation": "session.finish", "ok": False, "failure": "unavailable"} in result.records
     assert any("`gg.session.finish` call was refused before it ran" in line for line in result.logs("warn"))
 
@@ -220,13 +219,14 @@ def test_a_refusal_is_worded_in_typescript_with_the_short_key_on_the_error(tmp_p
 def test_an_ungranted_call_is_refused_and_uncaught_records_as_program_unknown_name(tmp_path):
     result = run(ts(tmp_path, capabilities=["read-file"]), 'import * as gg from "gg";\ngg.programs.history();')
     assert result.outcome.error_type == "program_unknown_name"
-    assert result.outcome.error.startswith("`history` failed (unavailable): `gg.programs.history` is not available")
+    assert result.outcome.error.startswith("`history` failed (unavailable): `gg.programs.history` is not available.")
+    assert "in this run" not in result.outcome.error
     assert "program-library" not in result.outcome.error
 
 
 def test_the_role_is_checked_before_the_shape(tmp_path):
     result = run(ts(tmp_path), 'import * as gg from "gg";\ngg.session.requestChanges([]);')
-    assert "not the one to give verdicts" in result.outcome.error and "Use `gg.session.finish` instead." in result.outcome.error
+    assert ": `gg.session.requestChanges` is not available. Use `gg.session.finish` instead.\n" in result.outcome.error
     assert result.of("api_result")[-1]["failure"] == "unavailable"
 
 

@@ -164,13 +164,13 @@ def test_refusal_names_the_call_never_what_unlocks_it():
     grants = Grants(capabilities=["shell"], role="review")
     assert grants.refusal("shell.shell", "typescript") is None
     message = grants.refusal("programs.history", "typescript")
-    assert message == "`gg.programs.history` is not available in this run."
+    assert message == "`gg.programs.history` is not available."
     assert "program-library" not in message and "capabilit" not in message
     assert grants.refusal("session.finish", "typescript") == (
-        "`gg.session.finish` is not available in this run. "
+        "`gg.session.finish` is not available. "
         "Use `gg.session.approve` or `gg.session.requestChanges` instead.")
-    assert grants.refusal("files.read_file", "rust") == "`gg::files::read_file` is not available in this run."
-    assert grants.refusal("files.read_file", None) == "`files.read_file` is not available in this run."
+    assert grants.refusal("files.read_file", "rust") == "`gg::files::read_file` is not available."
+    assert grants.refusal("files.read_file", None) == "`files.read_file` is not available."
 
 
 def test_offered_tools_follow_capabilities_allowlist_and_role():

@@ -253,20 +253,15 @@ class Membrane:
         return any(v.kind == "docs" and v.selector == key and v.turn < self.ctx.turn for v in self.ctx.window.views)
 
     def refusal(self, op_id):
-        """The refusal message, or None. Role before anything else for endings; never what would unlock it."""
+        """The refusal message, or None. Role before anything else for endings; never what would unlock it.
+        gg's own words (seed 004: the error and nothing else): "`X` is not available." and, for an
+        ending, which ending to use instead."""
         op = BY_ID[op_id]
         if op.binding.kind == "ending":
             if op.binding.role == self.ctx.role:
                 return None
-            message = f"`{self.spelled(op_id)}` is not available to this agent"
+            message = f"`{self.spelled(op_id)}` is not available."
             instead = [f"`{self.spelled(e)}`" for e in ENDINGS[self.ctx.role].operations]
-            if self.ctx.role == "review" and op_id == "session.finish":
-                message += ": it gives a verdict rather than a summary"
-            elif self.ctx.role == "standard" and op_id != "session.finish":
-                message += ": it is not the one to give verdicts"
-            elif self.ctx.role == "none":
-                message += ": an on-use script does not end the session"
-            message += "."
             if instead:
                 message += f" Use {' or '.join(instead)} instead."
             return message
