@@ -5,7 +5,8 @@ from runs.ingest import views as ingest_views
 from runs.ingest import api
 from runs.feed import views as feed_views
 from runs.pages import header as header_views
-from runs.pages import agents, arms, conversation, divergences, events, overview, refusals, report, stores, timeline, turns
+from runs.pages import (agents, arms, conversation, divergences, events, overview, project, refusals, report, stores,
+                        timeline, turns)
 from runs.launch import views as launch_views
 
 app_name = "runs"
@@ -40,6 +41,7 @@ urlpatterns = [
     path("runs/<int:pk>/divergences/", divergences.divergences_page, name="divergences"),
     path("runs/<int:pk>/refusals/", refusals.refusals_page, name="refusals"),
     path("runs/<int:pk>/arms/", arms.arms_page, name="arms"),
+    path("runs/<int:pk>/project/", project.project_page, name="project"),
     path("api/runs/<str:run>/report", report.api_report, name="api_report"),
     path("runs/new/", launch_views.launch_new, name="new"),
     path("runs/new/validate/", launch_views.launch_validate, name="validate"),

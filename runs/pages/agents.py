@@ -19,6 +19,7 @@ from runs.pages.common import (call_spelling, call_surface, failed_calls, functi
                                run_agents, run_context)
 from runs.pages.agent_timing import agent_timing
 from runs.pages.origins import error_turn_numbers
+from runs.pages.profiles import profile_rows
 from runs.pages.programs import agent_programs
 from surfaces.arms import ARMS, spell
 from surfaces.catalogue import ENDINGS, MODULES, MODULES_BY_ID, OPERATIONS, TOOLS
@@ -38,7 +39,7 @@ def agents_page(request, pk):
     agents = run_agents(run)
     rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent)}
             for row in agent_forest(agents)]
-    return render(request, "runs/agents.html", run_context(run, "agents", rows=rows))
+    return render(request, "runs/agents.html", run_context(run, "agents", rows=rows, profiles=profile_rows(run, agents)))
 
 
 @require_GET

@@ -133,8 +133,8 @@ def test_tool_agent_surface_in_offered_order_with_endings(viewer_client, run):
 def test_agent_page_holdings_failures_programs_and_context(viewer_client, run):
     html = get(viewer_client, "agent", run.pk, "root")
     holdings = dict(rows(html, "data-kind"))
-    assert holdings["memories"] == "memories memories-0 yes created yes isolated"
-    assert holdings["archive"] == "archive — off created yes —"  # disabled kinds are rows too
+    assert holdings["memories"] == "memories memories-0 yes created yes isolated —"  # ownership unreported
+    assert holdings["archive"] == "archive — off created yes — —"  # disabled kinds are rows too
     assert rows(html, "data-error-kind") == [("program_fault", "program_fault 1× program_unknown_name 1×")]
     api = html[html.index('id="api-failures"'):][:400]
     assert "unavailable</code> <b>3×" in api and "not-found</code> <b>1×" in api

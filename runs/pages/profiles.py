@@ -1,0 +1,87 @@
+"""The run read per configured profile (issue 20, "Per-profile view"), on the Agents tab: one row
+per profile of the captured capability set — a profile that never ran is a row too ("never ran")
+— then any profile the agents report that the configuration does not describe. Each row sums its
+instances off the Agent rows (no log read): turns, tokens and cost with their share of the run,
+peak context (worst, and the average when several instances reported one), calls per response
+(pooled: calls over turns), capability chips, withheld tools, and the offered surface as a union
+across instances ("offered to 3 of 12"; a `0×` entry is kept).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from runs.models import Agent, Run
+from runs.stream.profiles import find_profile, profile_key, profile_keys, profile_name, profiles
+from runs.stream.record import as_list
+from runs.stream.usage import num, total_tokens
+
+
+def _capabilities(profile: dict | None) -> list[str]:
+    chips = []
+    for cap in as_list((profile or {}).get("capabilities")):
+        if isinstance(cap, str):
+            chips.append(cap)
+        elif isinstance(cap, dict) and cap.get("id") and cap.get("enabled") is not False:
+            chips.append(str(cap["id"]))
+    return chips
+
+
+def _offered(agent: Agent) -> list[str]:
+    """What the agent was offered, by name: its tools, and each API function's operation."""
+    names = [str(t) for t in agent.tools]
+    for api in agent.apis:
+        if isinstance(api, dict):
+            names += [str(fn.get("operation") or fn.get("name") or "") for fn in as_list(api.get("functions"))
+                      if isinstance(fn, dict)]
+    return [n for n in dict.fromkeys(names) if n]
+
+
+def _share(part, whole):
+    return round(100 * part / whole) if part and whole else None
+
+
+def profile_rows(run: Run, agents: list[Agent]) -> list[dict]:
+    configured = profiles(run.capability_set)
+    groups: dict[str, list[Agent]] = {profile_key(p): [] for p in configured}
+    for a in agents:
+        found = find_profile(run.capability_set, a.profile_id)
+        groups.setdefault(profile_key(found) if found else a.profile_id, []).append(a)
+    run_tokens = total_tokens((run.usage or {}).get("tokens")) or 0
+    run_cost = num(((run.usage or {}).get("cost") or {}).get("comparable")) or 0
+    rows = []
+    for key, members in groups.items():
+        profile = next((p for p in configured if key in profile_keys(p)), None)
+        tokens = sum(total_tokens((a.usage or {}).get("tokens")) or 0 for a in members)
+        costs = [num(((a.usage or {}).get("cost") or {}).get("comparable")) for a in members]
+        costs = [c for c in costs if c is not None]
+        cost = sum(costs) if costs else None
+        peaks = [num((a.last_breakdown or {}).get("totalTokens")) for a in members]
+        peaks = [p for p in peaks if p is not None]
+        turns = sum(a.turns for a in members)
+        calls = sum(a.call_count for a in members)
+        offered = Counter(name for a in members if a.surface_reported for name in _offered(a))
+        called = Counter()
+        for a in members:
+            called.update(a.api_calls)
+            called.update(a.tool_calls)
+        surfaced = sum(1 for a in members if a.surface_reported)
+        rows.append({
+            "key": key or "(none)",
+            "name": profile_name(profile) if profile else (key or "(none)"),
+            "configured": profile is not None,
+            "model": str((profile or {}).get("modelId") or "") or ", ".join(sorted({a.model_id for a in members if a.model_id})),
+            "instances": len(members),
+            "turns": turns,
+            "tokens": tokens, "token_share": _share(tokens, run_tokens),
+            "cost": cost,
+            "cost_share": _share(cost, run_cost),
+            "peak_context": max(peaks) if peaks else None,
+            "mean_context": round(sum(peaks) / len(peaks)) if len(peaks) > 1 else None,
+            "calls_per_response": round(calls / turns, 2) if turns else None,
+            "capabilities": _capabilities(profile),
+            "withheld": sorted({str(t) for a in members for t in a.withheld}),
+            "offered": [{"name": n, "instances": k, "of": surfaced, "calls": called.get(n, 0)}
+                        for n, k in sorted(offered.items())],
+        })
+    return rows
