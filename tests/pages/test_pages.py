@@ -217,7 +217,9 @@ def test_store_cost_per_holder_is_its_band_in_the_holders_latest_context(viewer_
     assert costs("memories-0") == {"root": "40", "root.f1": "0"}  # root's latest memory band; the fork's is empty
     assert costs("history-3") == {"writer-a": "890", "writer-b": "810", "writer-c": "700"}  # history: the whole window
     assert costs("board-0") == {"root": "—", "root.f1": "—", "AUTH-1.0r": "—"}  # no band carries the board
-    assert 'data-lifetime=' not in html  # nothing released here
+    # the only stores released: those swapped away under a successor, held by nobody any more
+    dropped = [chunk.split('"', 1)[0] for chunk in html.split('id="store-')[1:] if 'data-lifetime="dropped"' in chunk.split("</h3>", 1)[0]]
+    assert dropped == ["memories-2"] and 'data-lifetime="held"' not in html
 
 
 def test_a_store_is_dropped_only_when_every_holder_released_it(viewer_client):
