@@ -128,7 +128,8 @@ def test_the_list_shows_tokens_cost_and_duration(viewer_client, corpus):
     assert "$0.0425" in html and report["usage"]["cost"]["comparable"] == pytest.approx(0.0425)
     facts = RunFacts.objects.get(run=corpus["multi-lang"])
     tokens = report["usage"]["tokens"]
-    assert facts.total_tokens == tokens["uncachedInput"] + tokens["cachedInput"] + tokens["output"]  # reasoning is in output
+    # all four classes, reasoning included, as gg's header adds them
+    assert facts.total_tokens == tokens["uncachedInput"] + tokens["cachedInput"] + tokens["output"] + tokens["reasoning"]
     assert facts.duration_seconds == report["durationSeconds"]
 
 
