@@ -67,9 +67,14 @@ WORKSPACE_FIELD = "workspace_zip"
 # What the form has inputs for; any other field of a spec (gg's openingTurn, hooks, customInstructions,
 # loopDetection, modelSlots, engine, limits such as maxCost, ...) rides in an "other fields" JSON
 # input, so a re-run reproduces the configuration it was opened from.
-FORM_TOP_LEVEL = ("name", "task", "agents", "limits", "provider", "workspace")
+FORM_TOP_LEVEL = ("name", "task", "agents", "limits", "provider", "workspace", "hooks")
 FORM_PROFILE_FIELDS = ("slug", "name", "executionMode", "modelId", "programLanguage", "docViewTypes",
-                       "capabilities", "tools", "operations", "subagents")
+                       "capabilities", "tools", "operations", "subagents", "hooks")
+def hooks_help(example_event, events):
+    example = ('[{"event": "%s", "action": {"type": "command", "command": "sh check.sh", "timeoutSecs": 60}}]'
+               % example_event)
+    return (f"gg's hooks, a JSON list such as {example}; actions command, built-in (trace, refuse-empty-write, "
+            f"guard-destructive-shell) or custom (a script printing a decision); events: {events}; empty = none")
 EXTRA_HELP = "a JSON object of fields this form has no inputs for ({}), kept as written"
 
 

@@ -26,7 +26,7 @@ from runs.engine.spec import ENGINE_LANGUAGES, MODULE_KINDS, ROSTER_SCOPES
 from runs.engine.validation import validate_spec
 from runs.launch.fields import (CHECKLIST, EXTRA_HELP, FORM_PROFILE_FIELDS, FORM_TOP_LEVEL, LIMIT_HELP, LIMITS,
                                 MODE_CHOICES, PARAM_CHOICES, PARAM_HELP, PROVIDER_KINDS, RAC_PARAMS,
-                                REQUIRED_PARAM_TYPES, WORKSPACE_FIELD, allowlist_of, capabilities_by_id,
+                                REQUIRED_PARAM_TYPES, WORKSPACE_FIELD, hooks_help, allowlist_of, capabilities_by_id,
                                 default_profile, derived_allowlist, doc_view_flags, dom_id, mode_of, switch_mode)
 from runs.launch.labels import field_labels
 from runs.launch.post import PostParser
@@ -190,7 +190,9 @@ class LaunchForm:
                                            help="{\"path\": \"contents\"}: written over the workspace"),
             "extra": self._field("extra", "Other run fields (JSON)", "textarea",
                                  _json_text(_extra(self.spec, FORM_TOP_LEVEL)),
-                                 help=EXTRA_HELP.format("engine, hooks, modelSlots, ...")),
+                                 help=EXTRA_HELP.format("engine, modelSlots, ...")),
+            "hooks": self._field("hooks", "Session hooks (JSON)", "textarea", _json_text(self.spec.get("hooks")),
+                                 help=hooks_help("session-start", "session-start, session-end")),
             "limits_extra": self._field("limits.extra", "Other limits (JSON)", "textarea",
                                         _json_text(_extra(self.spec.get("limits") or {}, [k for k, *_ in LIMITS])),
                                         help=EXTRA_HELP.format("maxModelRetries, modelCallTimeoutSecs, ...")),
@@ -209,12 +211,13 @@ class LaunchForm:
         """Every input name the rendered form holds (the live validation refreshes each one's errors)."""
         view = self.view()
         names = [view[k].name for k in ("name", "task", "workspace", "workspace_files", "agents_slot",
-                                        "limits_slot", "extra", "limits_extra")]
+                                        "limits_slot", "extra", "limits_extra", "hooks")]
         names += [f.name for f in view["configuration"]]
         names += [f.name for f in view["limits"]] + [f.name for f in view["provider"]["fields"]]
         names.append(view["provider"]["kind"].name)
         for p in view["profiles"]:
-            names += [f.name for f in p["fields"].values()] + [p["slot"].name, p["allowlist"].name, p["extra"].name]
+            names += [f.name for f in p["fields"].values()] + [p["slot"].name, p["allowlist"].name, p["extra"].name,
+                                                               p["hooks"].name]
             for cap in p["capabilities"]:
                 names += [cap["on"].name] + [f.name for f in cap["params"]]
             for row in p["roster"]:
@@ -283,9 +286,12 @@ class LaunchForm:
                                      help="one name per line: tool names for tool calling, operation ids for "
                                           "responses as code; empty = everything the capabilities offer"),
             "roster": roster, "states": states, "slot": self._field(p, kind="slot"),
+            "hooks": self._field(f"{p}.hooks", "Hooks (JSON)", "textarea", _json_text(raw.get("hooks")),
+                                 help=hooks_help("agent-stop", "pre-write, post-write, pre-shell, "
+                                                        "post-shell, pre-compact, post-compact, agent-start, agent-stop")),
             "extra": self._field(f"{p}.extra", "Other profile fields (JSON)", "textarea",
                                  _json_text(_extra(raw, FORM_PROFILE_FIELDS)),
-                                 help=EXTRA_HELP.format("openingTurn, hooks, customInstructions, loopDetection, "
+                                 help=EXTRA_HELP.format("openingTurn, customInstructions, loopDetection, "
                                                         "modelSlots, ...")),
         }
 

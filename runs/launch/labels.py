@@ -5,7 +5,8 @@ sees it on the form, rather than the spec path the validator speaks in."""
 def field_labels(view):
     """Every input's label in context, keyed by its name: "Task", "Limits → Max turns (per agent)",
     "Profile 2 (reviewer) → memories → scope", "Profile 1 (root) → Roster, row 1 → Agent (slug)"."""
-    labels = {view[k].name: view[k].label for k in ("name", "task", "workspace", "workspace_files", "extra")}
+    labels = {view[k].name: view[k].label for k in ("name", "task", "workspace", "workspace_files", "extra",
+                                                     "hooks")}
     labels.update({view["agents_slot"].name: "Profiles", view["limits_slot"].name: "Limits",
                    view["limits_extra"].name: "Limits → " + view["limits_extra"].label})
     labels.update({f.name: "Limits → " + f.label for f in view["limits"]})
@@ -15,7 +16,7 @@ def field_labels(view):
         slug = p["fields"]["slug"].value or "no slug"
         head = f"Profile {p['index'] + 1} ({slug})"
         labels[p["slot"].name] = head
-        for f in [*p["fields"].values(), p["allowlist"], p["extra"]]:
+        for f in [*p["fields"].values(), p["allowlist"], p["hooks"], p["extra"]]:
             labels[f.name] = f"{head} → {f.label}"
         for cap in p["capabilities"]:
             labels[cap["on"].name] = f"{head} → Capabilities → {cap['info'].id}"

@@ -32,6 +32,7 @@ class PostParser:
         files = self.json("workspace.files", "workspace.files")
         if files is not None:
             spec["workspace"] = {"files": files}
+        self.hooks(spec, "hooks", "hooks")
         self.merge_extra(spec, "extra", "", FORM_TOP_LEVEL)
         self.sources["workspace"] = WORKSPACE_FIELD
         self.sources.setdefault("agents", "agents")
@@ -133,8 +134,16 @@ class PostParser:
         roster = self.roster(f, path)
         if roster:
             profile["subagents"] = roster
+        self.hooks(profile, f"{f}.hooks", f"{path}.hooks")
         self.merge_extra(profile, f"{f}.extra", path, FORM_PROFILE_FIELDS)
         return profile
+
+    def hooks(self, target, name, path):
+        """A hooks box: gg's list as written (the spec's validation names what is wrong in it)."""
+        self.sources[path] = name
+        value = self.json(name, path)
+        if value is not None:
+            target["hooks"] = value
 
     def capability(self, info, f, path):
         self.sources[path] = f

@@ -127,6 +127,9 @@ BAD_INPUTS = {
     "limits.maxTurns": (["-3"], "Limits → Max turns (per agent)"),
     "provider.kind": (["script"], "Provider → Script"),
     "agents.0.cap.memories.params.scope": (["nowhere"], "Profile 1 (root) → memories → scope"),
+    "agents.0.hooks": (['[{"event": "agent-stop", "action": {"type": "command", "command": "make"}}]'],
+                       "Profile 1 (root) → Hooks (JSON)"),
+    "hooks": (['[{"event": "agent-stop", "action": {"type": "built-in", "script": "trace"}}]'], "Session hooks (JSON)"),
 }
 
 
@@ -244,3 +247,20 @@ def test_every_limit_and_parameter_says_what_empty_or_zero_means(operator_client
     assert 'name="limits.maxCost"' in html and "no cost cap" in html
     assert "empty: no cap on any agent&#x27;s turns" in html
     assert html.count("0: unlimited") >= 5  # the memories caps
+
+
+@pytest.mark.django_db
+def test_hooks_are_edited_per_profile_and_a_rerun_carries_them(operator_client):
+    """The launch form's Hooks box per profile (and the run's session hooks): a re-run of the gate demo
+    shows the implementer's ending gate there, and submitting the form writes it back unchanged."""
+    from runs.demo import demo_spec
+    from runs.models import Run
+
+    original = demo_spec("gate")
+    run = Run.objects.create(name="gated", source=Run.Source.ENGINE, launch_spec=original)
+    fields = form_fields(operator_client.get(reverse("runs:rerun", args=[run.pk])).content)
+    assert json.loads(fields["agents.1.hooks"][0]) == original["agents"][1]["hooks"]
+    assert fields["agents.0.hooks"] == [""] and fields["hooks"] == [""]
+    _, form = _validate(operator_client, fields)
+    assert not form.errors
+    assert form.spec["agents"][1]["hooks"] == original["agents"][1]["hooks"] and "hooks" not in form.spec["agents"][0]
