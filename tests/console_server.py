@@ -36,7 +36,7 @@ session[SESSION_KEY] = str(user.pk)
 session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
 session[HASH_SESSION_KEY] = user.get_session_auth_hash()
 session.create()
-print(session.session_key, Run.objects.create(name={name!r}).pk)
+print(session.session_key, Run.objects.create(name={name!r}, created_by=user).pk)
 """
 
 

@@ -85,7 +85,7 @@ def test_anonymous_is_refused_everywhere(client):
 
 @pytest.mark.django_db
 def test_token_api_refuses_without_a_valid_token(client, operator):
-    run = Run.objects.create(name="guarded")
+    run = Run.objects.create(name="guarded", created_by=operator)
     bad = {"HTTP_AUTHORIZATION": "Bearer not-a-token"}
     for path in ("/api/runs/guarded/events", f"/api/runs/{run.pk}/events", f"/api/runs/{run.pk}/report",
                  f"/api/runs/compare?a={run.pk}&b={run.pk}"):

@@ -61,5 +61,8 @@ def _post(request, ref):
             run, created = services.run_get_or_create(name=str(ref), source=Run.Source.API, created_by=user)
         except ValueError as exc:
             return JsonResponse({"error": str(exc)}, status=400)
+    problem = "" if created else services.run_write_problem(run, user)
+    if problem:
+        return JsonResponse({"error": problem}, status=403)
     result = writer.append_stream(run, request)
     return JsonResponse({"run": run.pk, "name": run.name, "created": created, **result.as_dict()})

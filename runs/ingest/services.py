@@ -117,11 +117,29 @@ def run_set_status(run, status: str, *, only_from=None, **fields) -> bool:
     return True
 
 
+class RunWriteRefused(PermissionError):
+    pass
+
+
+def run_write_problem(run: Run, user) -> str:
+    """Why `user` may not append records to `run` ('' when they may): a launched run takes records
+    only from its own engine; a stream run only from the user who created it (or a superuser)."""
+    if run.source in (Run.Source.ENGINE, Run.Source.GG):
+        return f"Run {run.name!r} was launched: it takes records only from its engine."
+    if user is None or getattr(user, "is_superuser", False) or run.created_by_id == user.pk:
+        return ""
+    return f"Run {run.name!r} belongs to another user: only they can add records to it."
+
+
 def run_import_stream(*, name: str, stream, source: str = Run.Source.IMPORT, created_by=None):
     """Import a file into the run called `name`, creating it if needed: (run, created, result).
     A new run that stored nothing (a PNG, an empty file: every line rejected or none at all) is
-    not kept — run is None then, and the result still says what was rejected."""
+    not kept — run is None then, and the result still says what was rejected. `RunWriteRefused`
+    when `created_by` may not write into the existing run of that name (`run_write_problem`)."""
     run, created = run_get_or_create(name=name, source=source, created_by=created_by)
+    problem = "" if created else run_write_problem(run, created_by)
+    if problem:
+        raise RunWriteRefused(problem)
     result = writer.append_stream(run, stream)
     if created and not result.stored:
         run_delete(run)

@@ -30,9 +30,12 @@ def run_import(request):
             upload = form.cleaned_data["file"]
             name = form.cleaned_data["name"] or PurePath(upload.name or "upload").stem or "upload"
             upload.seek(0)
-            run, _created, result = services.run_import_stream(
-                name=name, stream=upload, source=Run.Source.IMPORT, created_by=request.user
-            )
+            try:
+                run, _created, result = services.run_import_stream(
+                    name=name, stream=upload, source=Run.Source.IMPORT, created_by=request.user
+                )
+            except (services.RunNameError, services.RunWriteRefused) as exc:
+                form.add_error("name", str(exc))
     else:
         form = ImportForm()
     context = {"form": form, "result": result, "run": run}

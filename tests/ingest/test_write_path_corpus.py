@@ -131,3 +131,32 @@ def test_a_window_of_huge_rows_stays_a_bounded_socket_message_and_loses_nothing(
     assert rows[0].detail.endswith(f"({len(records[0]['text']) - FIELD_CHARS:,} more characters)")
     assert WINDOW_CHARS * 6 + 200 * 400 < 1024 * 1024  # the bound holds whatever the escaping
     assert len(render_rows(rows[:1], 1)) < 100_000
+
+
+def test_writes_only_into_a_run_the_user_may_write(client, django_user_model):
+    from runs.models import IngestToken
+
+    owner, other = (django_user_model.objects.create_user(n, password="pw") for n in ("owner", "other"))
+    mine = new_run(source="api", created_by=owner)
+    unowned = new_run()
+    launched = new_run(source="engine", status="running", created_by=owner)
+    key = {u: IngestToken.objects.create(user=u).key for u in (owner, other)}
+
+    def post(run, user):
+        return client.post(f"/api/runs/{run.pk}/events", b'{"type":"session_ended","status":"completed"}\n',
+                           content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {key[user]}")
+
+    assert post(mine, owner).status_code == 200
+    for run, user in ((mine, other), (unowned, owner), (launched, owner), (launched, other)):
+        response = post(run, user)
+        assert response.status_code == 403 and run.name in response.json()["error"], (run.name, user)
+    launched.refresh_from_db()
+    assert launched.status == "running" and launched.last_seq == 0  # a forged session_ended changed nothing
+    # the upload form refuses the same way, by name
+    client.force_login(other)
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("x.ndjson", b'{"type":"log"}\n')
+    response = client.post("/runs/import/", {"name": mine.name, "file": upload})
+    assert response.status_code == 200 and "belongs to another user" in response.content.decode()
+    assert Event.objects.filter(run=mine).count() == 1
