@@ -20,7 +20,7 @@ from runs.feed.windows import FeedRenderer
 from runs.models import Agent, Event, Run
 
 PAGE_ROWS = 100
-CHUNK = 1000  # events read per query (each chunk folds its state from the log once)
+CHUNK = 500  # events read per query
 SCAN_LIMIT = 20_000  # events one request looks at, at most
 STATE_TYPES = ("agent_surface", "session_started")
 TOOL_TYPES = ("tool_call", "tool_result")

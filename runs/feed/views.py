@@ -13,7 +13,7 @@ from runs.feed.rows import KINDS, PANEL_KINDS, RENDERERS
 from runs.models import Run
 from runs.pages.common import run_context
 
-WINDOW_ROWS = 200  # rows the page keeps in the DOM, whatever the run's size (17-25 nodes each)
+WINDOW_ROWS = 250  # rows the page keeps in the DOM, whatever the run's size (~17 nodes each)
 
 
 @require_GET

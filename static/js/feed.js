@@ -8,7 +8,7 @@
   var rows = document.getElementById("feed-rows"), state = document.getElementById("feed-state");
   var pause = document.getElementById("feed-pause"), note = document.getElementById("feed-note");
   var endNote = document.getElementById("feed-end"), filters = document.getElementById("feed-filters");
-  var MAX = Number(feed.dataset.window) || 200;
+  var MAX = Number(feed.dataset.window) || 250;
   var rowsUrl = new URL(feed.dataset.rowsUrl, location.href);
   var lo = 0, hi = 0;               // rows before lo / after hi are not in the window
   var moreBefore = false, moreAfter = false;
