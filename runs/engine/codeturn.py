@@ -131,6 +131,7 @@ def run(engine, agent, reply):
             continue
         agent.window.append(message("tool", messages.receipt(), "tool_output", toolCallId=call.id))
         outcome = run_program(ctx, source)
+        _run_on_use(engine, agent, ctx)
         engine.code_executions += 1
         engine.undocumented.update(outcome.code_execution.get("undocumentedCalls", {}).get("operations", {}))
         agent.tool_calls += outcome.tool_calls
@@ -173,3 +174,20 @@ def _apply(engine, agent, outcome):
     agent.forks += [(fork["id"], fork.get("prompt") or "") for fork in outcome.forks]
     if outcome.compaction:
         agent.compaction = outcome.compaction  # applied at the top of the next turn; the last one stands
+
+
+def _run_on_use(engine, agent, ctx):
+    """The on-use scripts the program's reads queued (seed 003), each in the agent's arm with no ending
+    group: a failure is one Notice naming the skill or memory, the turn's own outcome untouched."""
+    queue, ctx.on_use_queue = ctx.on_use_queue, []
+    for kind, name, source in queue:
+        ctx.on_use_script = True
+        try:
+            outcome = run_program(ctx, source)
+        finally:
+            ctx.on_use_script = False
+        engine.code_executions += 1
+        if not outcome.ok:
+            first = (outcome.error or outcome.error_type or "it failed").strip().splitlines()[-1]
+            agent.window.append(message("user", messages.render("Notice", f"The on-use script of the {kind} "
+                                                                f"`{name}` failed: {first}"), "system"))

@@ -219,3 +219,27 @@ def test_agent_kind_names_every_kind():
     assert set(hooks_mod.AGENT_EVENTS) | set(hooks_mod.SESSION_EVENTS) == {
         "pre-write", "post-write", "pre-shell", "post-shell", "pre-compact", "post-compact", "agent-start",
         "agent-stop", "session-start", "session-end"}
+
+
+MEM = {"id": "memories", "enabled": True, "implementation": "scratchpad", "params": {"scope": "isolated"}}
+
+
+def test_an_on_use_script_runs_on_every_read_and_its_failure_is_a_notice_naming_the_memory(tmp_path):
+    """Seed 003: the code a memory runs on every use, given no ending group; its failure one sentence
+    naming the memory, the turn's own outcome untouched."""
+    ops = ["memories.write_memory", "memories.read_memory", "session.finish"]
+    write = ('gg.memories.write_memory(name="notes", description="n", body="b", '
+             'on_use="gg.session.finish(\'from on-use\')")\n'
+             'gg.memories.write_memory(name="bad", description="n", body="b", on_use="raise KeyError(\'gone\')")')
+    data = spec([code_agent("coder", [MEM], operations=ops)],
+                {"coder": [program(write), program('gg.memories.read_memory("bad")\ngg.memories.read_memory("notes")'),
+                           program('gg.session.finish("done")')]})
+    run, records = run_spec(data, tmp_path)
+    assert run.status == "completed"
+    assert [r["outcome"] for r in of_type(records, "turn_outcome")] == ["progressed", "progressed", "finished"]
+    notices = [t for t in user_texts(records) if t.startswith("Notice")]
+    assert any("The on-use script of the memory `bad` failed: KeyError: 'gone'" in t for t in notices), notices
+    # the on-use script that tried to end the session had no ending group: refused, and only that
+    assert any("The on-use script of the memory `notes` failed" in t for t in notices)
+    assert len(of_type(records, "code_execution")) == 5  # three programs, two on-use scripts
+    assert_valid(records)

@@ -78,6 +78,7 @@ def _read_skill(m, name):
     library = m.store("skills")
     text = library.read(name)
     m.load_code(name, library.code_module(name))  # a code skill loads into lib for the next program
+    m.queue_on_use("skill", name, library.on_use_script(name, m.ctx.language))
     m.snapshot("skills")
     return text
 
@@ -112,7 +113,10 @@ def _create_memory(m, memory):
 
 @handles("memories.read_memory")
 def _read_memory(m, name):
-    return m.store("memories").read(name)
+    store = m.store("memories")
+    text = store.read(name)
+    m.queue_on_use("memory", name, store.memories[name].get("on_use"))
+    return text
 
 
 @handles("memories.edit_memory")

@@ -89,6 +89,7 @@ class AgentContext:
     timeout_secs: float = DEFAULT_TIMEOUT_SECS
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES
     on_use_script: bool = False  # an on-use script may end on nothing
+    on_use_queue: list = field(default_factory=list)  # (kind, name, source) of on-use scripts reads queued
     mint_agent_id: Callable[[], str] | None = None  # fork's and spawn's immediate ids
     window: OpenViews = field(default_factory=OpenViews)
     lib: Library = field(default_factory=Library)
@@ -338,6 +339,12 @@ class Membrane:
         """The documentation entries of the code this agent loaded."""
         return [entry for key, module in self.ctx.lib.modules.items()
                 for entry in self.lib_docs(key, module["name"], module["source"])]
+
+    def queue_on_use(self, kind, name, source):
+        """A read of a skill or memory with an on-use script queues it (run after the program; not for an
+        on-use script's own reads)."""
+        if source and source.strip() and not self.ctx.on_use_script:
+            self.ctx.on_use_queue.append((kind, name, source))
 
     def load_code(self, name, source):
         """Load a code skill or code memory into lib and open a documentation view per function it

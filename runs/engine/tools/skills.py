@@ -6,6 +6,8 @@ from runs.engine.tools.errors import ToolError
 from runs.engine.tools.plain import plain_dir, read_plain, scan_plain
 
 
+ON_USE = "on-use"  # a skill's on-use script: on-use.<the arm's extension>
+
 class SkillLibrary:
     """Skills: directories under the workspace's skill dir, each with SKILL.md and optionally a code
     module. `root` is `within`/`relative`; like every workspace read, nothing here follows a link
@@ -55,8 +57,16 @@ class SkillLibrary:
     def code_module(self, name, suffix=".py"):
         """The skill's module in the program language's own file, if it has one."""
         directory = self._directories().get(name)
-        files = [f for f in scan_plain(directory)[1] if f.name.endswith(suffix)] if directory else []
+        files = [f for f in scan_plain(directory)[1] if f.name.endswith(suffix)
+                 and not f.name.startswith(ON_USE)] if directory else []
         return self._text(directory, files[0].name) if files else None
+
+    def on_use_script(self, name, language):
+        """The code the skill runs on every use (`on-use.py` / `on-use.ts` beside SKILL.md), or None."""
+        directory = self._directories().get(name)
+        want = ON_USE + {"python": ".py", "typescript": ".ts"}.get(language, ".py")
+        return self._text(directory, want) if directory and any(
+            f.name == want for f in scan_plain(directory)[1]) else None
 
     def snapshot(self):
         return {"type": "skills_state", "moduleId": self.module_id,
