@@ -2,14 +2,13 @@
 are being appended, the socket drops and the feed resumes with nothing missing or doubled, and a
 <script> inside an event payload stays text."""
 
-import itertools
-import json
 import threading
 import time
-import urllib.request
 import uuid
 
 import pytest
+
+from tests.e2e.feed_page import log, ndjson, post, wait_state
 
 pytestmark = pytest.mark.e2e
 
@@ -24,31 +23,6 @@ SPELLED = {"root": "gg.files.readFile", "agent-py": "gg.files.read_file", "agent
            "agent-java": "gg.files.Files.readFile"}
 
 
-_clock = itertools.count()
-
-
-def stamped(record):
-    # gg stamps every record; identical unstamped lines would be taken for a re-sent stream.
-    return {"timestamp": f"2026-08-03T00:00:00.{next(_clock):06d}Z", **record}
-
-
-def ndjson(records):
-    return "".join(json.dumps(stamped(r)) + "\n" for r in records)
-
-
-def post(server, run, records):
-    request = urllib.request.Request(
-        f"{server.url}/api/runs/{run}/events", data=ndjson(records).encode(), method="POST",
-        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/x-ndjson"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)
-
-
-def log(message, agent="root"):
-    return {"agentId": agent, "type": "log", "level": "info", "message": message}
-
-
 def rendered(page):
     return [tuple(row) for row in page.eval_on_selector_all(
         ROWS, "els => els.map(e => [Number(e.dataset.seq), e.dataset.agent, e.querySelector('.feed-detail').textContent])"
@@ -57,10 +31,6 @@ def rendered(page):
 
 def wait_rows(page, n, timeout=30_000):
     page.wait_for_function("n => document.querySelectorAll('#feed-rows .feed-row').length >= n", arg=n, timeout=timeout)
-
-
-def wait_state(page, state, timeout=30_000):
-    page.wait_for_function("s => document.getElementById('feed-state').dataset.state === s", arg=state, timeout=timeout)
 
 
 def test_live_feed_in_order_spelled_resumes_after_a_drop_and_escapes(page, console_server):

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from tests.e2e.test_feed_e2e import log, post, wait_state
+from tests.e2e.feed_page import log, post, wait_state
 
 pytestmark = pytest.mark.e2e
 
