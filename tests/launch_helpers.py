@@ -76,6 +76,16 @@ def wait_for_end(run, timeout=60):
             time.sleep(0.02)
             continue
         if not run.is_live:
+            _until_threads_idle(deadline)
             return run
         time.sleep(0.05)
     raise AssertionError(f"run {run.pk} still {run.status} after {timeout} s")
+
+
+def _until_threads_idle(deadline):
+    """A run reads ended a moment before its thread's last writes (the closing status, its facts);
+    on the shared in-memory test database a request made then would find the table locked."""
+    from runs.launch import dispatch
+
+    while dispatch._threads.busy() and time.monotonic() < deadline:
+        time.sleep(0.02)

@@ -125,7 +125,14 @@ class _ThreadPool:
 
     def _work(self):
         while True:
-            execute(self.queue.get())
+            run_pk = self.queue.get()
+            try:
+                execute(run_pk)
+            finally:
+                self.queue.task_done()  # `unfinished_tasks` says when a run's thread has let go of it
+
+    def busy(self):
+        return self.queue.unfinished_tasks > 0
 
 
 _threads = _ThreadPool(THREADS)

@@ -203,5 +203,5 @@ def test_issues_work_in_real_git_worktrees_merged_back_or_conflicting(tmp_path):
     import subprocess
     log = subprocess.run(["git", "-C", str(ws), "-c", "safe.directory=*", "log", "--format=%s"],
                          capture_output=True, text=True).stdout.splitlines()
-    assert log[0] == "gg: merge gg/issue-2" and log[-1] == "gg: the workspace as the run found it"
+    assert log[0] == "gg: merge gg/issue-2" and "gg: the workspace as the run found it" in log
     assert any("conflicts with the workspace" in r["message"] for r in of_type(records, "log"))
