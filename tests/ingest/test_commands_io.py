@@ -51,6 +51,20 @@ def test_ingest_from_stdin(monkeypatch):
     assert Run.objects.get(name="piped").turn_count == 2
 
 
+@pytest.mark.parametrize("content", [b"", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00", b"\n\n"])
+def test_ingest_of_a_file_that_stores_nothing_creates_no_run(content, tmp_path):
+    path = tmp_path / "picture.png"
+    path.write_bytes(content)
+    out, err = run_cmd("ingest", str(path), "--run", "nothing")
+    assert out.startswith("stored 0")
+    assert "no run created" in err
+    assert not Run.objects.filter(name="nothing").exists()
+    # An existing run stays, whatever the file adds to it.
+    run_cmd("ingest", str(REAL_MOCK), "--run", "kept")
+    run_cmd("ingest", str(path), "--run", "kept")
+    assert Run.objects.filter(name="kept").exists()
+
+
 def test_ingest_of_a_missing_file_is_a_clear_error():
     with pytest.raises(CommandError, match="No such file"):
         call_command("ingest", "/nonexistent/stream.ndjson")

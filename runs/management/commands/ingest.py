@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.ingest import services, writer
+from runs.ingest import services
 from runs.models import Run
 
 
@@ -39,15 +39,18 @@ class Command(BaseCommand):
                 raise CommandError(f"Cannot read {path}: {exc.strerror}") from exc
             close = True
         try:
-            target, created = services.run_get_or_create(name=name, source=Run.Source.IMPORT)
-            result = writer.append_stream(target, stream)
-        except ValueError as exc:
+            # The upload form's service: a new run that stored nothing (a PNG, an empty file) is not kept.
+            target, created, result = services.run_import_stream(name=name, stream=stream, source=Run.Source.IMPORT)
+        except (ValueError, services.RunWriteRefused) as exc:
             raise CommandError(str(exc)) from exc
         finally:
             if close:
                 stream.close()
         for number, reason in result.rejections:
             self.stderr.write(f"line {number}: {reason}")
-        verb = "created" if created else "appended to"
-        self.stderr.write(f"run {target.name!r} (id {target.pk}) {verb}; last seq {result.last_seq}")
+        if target is None:
+            self.stderr.write(f"no run created: nothing in {path} was stored")
+        else:
+            verb = "created" if created else "appended to"
+            self.stderr.write(f"run {target.name!r} (id {target.pk}) {verb}; last seq {result.last_seq}")
         self.stdout.write(result.summary())
