@@ -19,8 +19,8 @@ def run_resolve(ref) -> Run | None:
     return Run.objects.filter(name=ref).first()
 
 
-def bearer_user(request):
-    """The active user whose `IngestToken` the request's ``Authorization: Bearer <key>`` names, or None."""
+def bearer_token(request) -> IngestToken | None:
+    """The `IngestToken` of an active user the request's ``Authorization: Bearer <key>`` names, or None."""
     header = request.headers.get("Authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
@@ -28,7 +28,13 @@ def bearer_user(request):
     token = IngestToken.objects.select_related("user").filter(key=key.strip()).first()
     if token is None or not token.user.is_active:
         return None
-    return token.user
+    return token
+
+
+def bearer_user(request):
+    """The user of the request's bearer token (`bearer_token`), or None."""
+    token = bearer_token(request)
+    return token.user if token else None
 
 
 def unauthorized(message):

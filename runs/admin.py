@@ -51,9 +51,13 @@ class RejectedLineAdmin(admin.ModelAdmin):
 class IngestTokenAdmin(admin.ModelAdmin):
     """Add one to get a key for POST /api/runs/<run>/events (or: manage.py ingest_token USER)."""
 
-    list_display = ("label", "user", "created_at")
-    fields = ("user", "label", "key")
+    list_display = ("label", "user", "scope", "created_at")
+    fields = ("user", "label", "run_names", "key")
     readonly_fields = ("key",)
+
+    @admin.display(description="runs")
+    def scope(self, token):
+        return ", ".join(token.scope()) or "any run its user created"
 
 
 @admin.register(models.SavedConfiguration)

@@ -251,10 +251,19 @@ class IngestToken(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     key = models.CharField(max_length=64, unique=True, default=_new_token)
     label = models.CharField(max_length=200, blank=True)
+    run_names = models.TextField(
+        blank=True,
+        help_text="One run name per line: the token writes only into these runs (and creates them). "
+        "Empty: any run its user created.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
         return f"{self.label or 'token'} ({self.user})"
+
+    def scope(self) -> list[str]:
+        """The run names this token is limited to (empty: not limited by name)."""
+        return [name.strip() for name in self.run_names.splitlines() if name.strip()]
 
 
 class SavedConfiguration(models.Model):

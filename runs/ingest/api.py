@@ -9,14 +9,14 @@
   Returns ``{"run", "name", "created", "stored", "rejected", "duplicates", "lines", "last_seq",
   "rejections": [{"line", "reason"}]}``; line numbers count from 1 in each request body.
   POST to a name no run has yet creates that run (source ``api``); an all-digits ref must name an
-  existing run (404 otherwise).
+  existing run (404 otherwise). A token with run names writes only into those runs (403 otherwise).
 """
 
 from django.contrib.auth.decorators import login_not_required
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from runs.access import bearer_user, readable_run, run_resolve, unauthorized
+from runs.access import bearer_token, readable_run, run_resolve, unauthorized
 from runs.ingest import services, writer
 from runs.models import Run
 from runs.ingest.views import ndjson_response
@@ -49,11 +49,15 @@ def _get(request, ref):
 
 
 def _post(request, ref):
-    user = bearer_user(request)
-    if user is None:
+    token = bearer_token(request)
+    if token is None:
         return unauthorized("Send Authorization: Bearer <ingest token>.")
+    user = token.user
     run = run_resolve(ref)
     created = False
+    scoped = services.token_scope_problem(token, run.name if run else ref)
+    if scoped:
+        return JsonResponse({"error": scoped}, status=403)
     if run is None:
         if str(ref).isdigit():
             return JsonResponse({"error": f"No run with id {ref}."}, status=404)

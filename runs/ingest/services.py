@@ -7,6 +7,7 @@ these; reads live in `runs.pages.run_selectors`). Records go through `runs.inges
 * `run_set_status`: every status change outside the stream (started, ended by the engine, canceled,
   swept as interrupted, marked ended, failed outside the engine) is saved here and rings the doorbell
   on commit. Statuses the stream names (`session_ended`) are the fold's, rung by the writer.
+* `run_write_problem` / `token_scope_problem`: who may append to which run (the API, the upload form).
 * `run_import_stream`, `run_mark_ended`, `run_delete`: a file in, a run ended by hand, a run gone.
 """
 
@@ -129,6 +130,17 @@ def run_write_problem(run: Run, user) -> str:
     if user is None or getattr(user, "is_superuser", False) or run.created_by_id == user.pk:
         return ""
     return f"Run {run.name!r} belongs to another user: only they can add records to it."
+
+
+def token_scope_problem(token, name: str) -> str:
+    """Why `token` (an `IngestToken`) may not write into the run called `name` ('' when it may): a
+    token with run names writes only into those runs. The names narrow the token, never widen it:
+    `run_write_problem` still applies to a run that exists."""
+    scope = token.scope()
+    if not scope or str(name).strip() in scope:
+        return ""
+    named = ", ".join(repr(n) for n in scope)
+    return f"This token writes only into the runs it names ({named}), not into run {str(name).strip()!r}."
 
 
 def run_import_stream(*, name: str, stream, source: str = Run.Source.IMPORT, created_by=None):
