@@ -1,4 +1,4 @@
-"""First-start setup for `scripts/serve`: an admin account (password printed once) and a demo run."""
+"""First-start setup for `scripts/serve`: an admin account (password printed once) and the demo runs."""
 
 import secrets
 from pathlib import Path
