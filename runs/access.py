@@ -1,10 +1,15 @@
-"""Who may read a run, and which run a reference names: the glue every flow's views share (the
+"""Who may read a run, which run a reference names, and which agent ids a link can carry: the glue every flow's views share (the
 token API, the report, the inspector, compare), so none of them imports another flow's views.
 """
 
 from __future__ import annotations
 
+import unicodedata
+from functools import lru_cache
+from urllib.parse import unquote
+
 from django.http import JsonResponse
+from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
 from runs.models import IngestToken, Run
 
@@ -52,3 +57,40 @@ def readable_run(request, ref):
     if run is None:
         return None, JsonResponse({"error": f"No run {ref!r}."}, status=404)
     return run, None
+
+
+def agent_linkable(agent_id) -> bool:
+    """Whether an agent's page can be linked: its id is non-empty text without a lone surrogate, no
+    '/'-separated segment of it is '.' or '..' (a browser rewrites those), and its URL resolves back
+    to its own page (a line break has no URL; ``x/turns/3`` would open agent x's turn 3). The one
+    rule every link to an agent or its turns follows; an id it refuses is shown without a link."""
+    return isinstance(agent_id, str) and bool(agent_id) and _linkable(agent_id)
+
+
+@lru_cache(maxsize=4096)
+def _linkable(agent_id: str) -> bool:
+    if any(unicodedata.category(ch) == "Cs" for ch in agent_id):
+        return False
+    if any(segment in (".", "..") for segment in agent_id.split("/")):
+        return False
+    try:
+        match = resolve(unquote(reverse("runs:agent", args=(1, agent_id))))
+    except (NoReverseMatch, Resolver404):
+        return False
+    return match.view_name == "runs:agent" and match.kwargs.get("agent_id") == agent_id
+
+
+def agent_url(run_pk, agent_id) -> str:
+    """The agent's page, or "" for an id `agent_linkable` refuses."""
+    return reverse("runs:agent", args=(run_pk, agent_id)) if agent_linkable(agent_id) else ""
+
+
+def turn_url(run_pk, agent_id, turn) -> str:
+    """The page of the agent's turn `turn`, or "" (no turn, or an id `agent_linkable` refuses)."""
+    try:
+        n = int(turn or 0)
+    except (TypeError, ValueError):
+        return ""
+    if n < 1 or not agent_linkable(agent_id):
+        return ""
+    return reverse("runs:turn", args=(run_pk, agent_id, n))

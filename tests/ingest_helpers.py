@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
+
+from runs.access import agent_url
 
 from runs.models import Run
 from runs.stream.record import MAX_DEPTH
@@ -81,10 +83,8 @@ def page_statuses(client, run: Run) -> dict:
     """{url: status} for every page of `run`, and the runs list."""
     urls = [reverse("runs:list")] + [reverse(f"runs:{name}", args=[run.pk]) for name in RUN_PAGES]
     for agent_id in run.agents.values_list("agent_id", flat=True):
-        try:
-            urls.append(reverse("runs:agent", args=[run.pk, agent_id]))
-        except NoReverseMatch:  # an id no URL can carry: the pages show it without a link
-            pass
+        if agent_url(run.pk, agent_id):  # an id no URL can carry: the pages show it without a link
+            urls.append(agent_url(run.pk, agent_id))
     out = {}
     for url in urls:
         response = client.get(url)

@@ -6,8 +6,9 @@ than one agent yet), resumable from any seq (`FeedState.at`).
 from collections import namedtuple
 
 from django.db.models import Max
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
+from runs.access import agent_url, turn_url
 from runs.feed.rows import compact
 from runs.stream.profiles import profile_names
 from runs.stream.record import as_text, parse_timestamp, record_of
@@ -117,14 +118,11 @@ class FeedState:
 
     def href(self, seq, agent_id):
         """The agent chip's link, on rows of a run that has more than one agent by then (None
-        before; "" for an agent id no URL can carry, such as one with a line break)."""
+        before; "" for an agent id no URL can carry, `agent_linkable`)."""
         if self.multi_from is None or seq < self.multi_from:
             return None
         if agent_id not in self.hrefs:
-            try:
-                self.hrefs[agent_id] = reverse("runs:agent", args=(self.run_pk, agent_id))
-            except NoReverseMatch:
-                self.hrefs[agent_id] = ""
+            self.hrefs[agent_id] = agent_url(self.run_pk, agent_id)
         return self.hrefs[agent_id]
 
     def turn_href(self, agent_id, turn):
@@ -132,10 +130,7 @@ class FeedState:
         if not turn:
             return ""
         if agent_id not in self.turn_bases:
-            try:
-                self.turn_bases[agent_id] = reverse("runs:turn", args=(self.run_pk, agent_id, 1))[:-2]
-            except NoReverseMatch:
-                self.turn_bases[agent_id] = ""
+            self.turn_bases[agent_id] = turn_url(self.run_pk, agent_id, 1)[:-2]
         base = self.turn_bases[agent_id]
         return f"{base}{int(turn)}/" if base else ""
 

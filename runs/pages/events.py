@@ -17,10 +17,10 @@ import json
 from django.contrib.auth.decorators import login_not_required
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from runs.access import readable_run
+from runs.access import readable_run, turn_url
 from runs.stream.record import classify, clock, loads_record, parse_timestamp
 from runs.models import Event, RejectedLine, Run
 from runs.pages import calls, programs
@@ -36,16 +36,6 @@ def offset(run: Run, timestamp: str):
     if parsed is None or run.started_at is None:
         return None
     return (parsed - run.started_at).total_seconds()
-
-
-def turn_url(run_pk: int, agent_id: str, turn) -> str:
-    """The turn's page, or "" (no turn, or an agent id no URL can carry)."""
-    if not turn:
-        return ""
-    try:
-        return reverse("runs:turn", args=(run_pk, agent_id, turn))
-    except NoReverseMatch:
-        return ""
 
 
 def event_url(run_pk: int, seq) -> str:

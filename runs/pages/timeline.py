@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET
 from runs.stream.record import parse_timestamp
 from runs.models import Event, Run
 from runs.pages.agents import agent_forest
-from runs.pages.events import turn_url
+from runs.access import turn_url
 from runs.pages.common import run_agents, run_context
 from runs.stream.record import gg_record
 

@@ -5,7 +5,7 @@ from django import template
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from runs.pages.events import turn_url
+from runs.access import turn_url
 from surfaces.arms import LANGUAGES
 
 register = template.Library()

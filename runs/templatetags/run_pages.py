@@ -4,8 +4,8 @@ chart (inline SVG)."""
 import json
 
 from django import template
-from django.urls import NoReverseMatch, reverse
 
+from runs.access import agent_url
 from runs.pages.divergences import divergence_count as _divergence_count
 from runs.pages.common import error_tally
 from runs.stream.record import as_list
@@ -103,9 +103,5 @@ def as_list_filter(value):
 
 @register.inclusion_tag("runs/_agent_link.html")
 def agent_link(run_pk, agent_id):
-    """An agent's id as a link to its page; the id alone when no URL can carry it (a line break)."""
-    try:
-        href = reverse("runs:agent", args=(run_pk, agent_id))
-    except NoReverseMatch:
-        href = ""
-    return {"href": href, "agent_id": agent_id}
+    """An agent's id as a link to its page; the id alone when no URL can carry it (`agent_linkable`)."""
+    return {"href": agent_url(run_pk, agent_id), "agent_id": agent_id}

@@ -118,10 +118,55 @@ def test_agent_ids_of_any_text_list_on_every_page_and_link_where_a_url_can_carry
         assert response.status_code == 200, name  # a line break in one id took each of these down
     roster = viewer_client.get(reverse("runs:agents", args=[run.pk])).content.decode()
     assert "<code>&lt;s&gt;</code>" in roster and "<s>" not in roster
-    assert '<code title="no link: the id holds a character a URL cannot carry">a\nb</code>' in roster
+    assert '<code title="no link: no URL can carry this id">a\nb</code>' in roster
     for agent in AGENT_IDS[1:]:
         url = reverse("runs:agent", args=[run.pk, agent])
         assert f'href="{url}"' in roster
         assert viewer_client.get(url).status_code == 200, agent
+    for seq in range(1, len(records) + 1):
+        assert viewer_client.get(reverse("runs:event", args=(run.pk, seq))).status_code == 200, seq
+
+
+UNLINKABLE = [".", "..", "a/../b", "./x", "x/.", "x/turns/3", "x/conversation", "a\nb", "\ud800"]
+LINKABLE = ["root", "a/b", "...", ".x", "x.", "a%2e", "turns", "x/turns", "x\r", "a?b#c"]
+
+
+def test_one_rule_decides_which_agent_ids_a_link_can_carry():
+    from runs.access import agent_linkable, agent_url, turn_url
+
+    for agent in UNLINKABLE + ["", None, 5, ["a"]]:
+        assert not agent_linkable(agent) and agent_url(1, agent) == "" and turn_url(1, agent, 2) == "", repr(agent)
+    for agent in LINKABLE:
+        assert agent_linkable(agent), repr(agent)
+        assert agent_url(7, agent) == reverse("runs:agent", args=(7, agent))
+        assert turn_url(7, agent, 2) == reverse("runs:turn", args=(7, agent, 2))
+        assert turn_url(7, agent, 0) == turn_url(7, agent, None) == turn_url(7, agent, "x") == ""
+
+
+def test_dot_segment_agent_ids_get_no_link_the_browser_would_rewrite(viewer_client):
+    from runs.access import agent_url
+
+    run = Run.objects.create(name="dots")
+    ids = [i for i in UNLINKABLE if i != "\ud800"] + ["root", "x"]
+    records = [{"type": "session_started", "capabilitySet": {"agents": [{"slug": "p"}]}}]
+    for agent in ids:
+        records += [
+            {"type": "agent_spawned", "agentId": agent, "parentAgentId": "root", "profileId": "p"},
+            {"type": "turn_started", "agentId": agent},
+            {"type": "api_call", "agentId": agent, "operation": "files.read_file", "args": {"path": "a"}},
+            {"type": "api_result", "agentId": agent, "operation": "files.read_file", "ok": True},
+        ]
+    assert ingest.append(run, records).stored == len(records)
+    pages = {name: viewer_client.get(reverse(f"runs:{name}", args=[run.pk])) for name in
+             ("agents", "stores", "divergences", "refusals", "arms", "timeline", "feed_rows", "detail")}
+    assert {name: r.status_code for name, r in pages.items()} == dict.fromkeys(pages, 200)
+    text = "".join(r.content.decode() for r in pages.values())
+    base = reverse("runs:agents", args=[run.pk])
+    for agent in ids[:-2]:
+        assert agent_url(run.pk, agent) == ""
+        for href in (f'{base}{agent}/"', f'{base}{agent}/turns/1/"'):
+            assert href not in text and href.replace("/", "\\/") not in text, (agent, href)
+    assert f'href="{base}root/"' in pages["agents"].content.decode()
+    assert f'{base}x/turns/1/' in pages["feed_rows"].content.decode()  # a linkable id keeps its turn link
     for seq in range(1, len(records) + 1):
         assert viewer_client.get(reverse("runs:event", args=(run.pk, seq))).status_code == 200, seq
