@@ -53,3 +53,69 @@ def test_engine_gg_needs_gg_binary(monkeypatch):
     _, errors = validate_spec({"task": "t", "engine": "gg", "agents": [{"slug": "a"}],
                                "provider": {"kind": "scripted", "script": {}}})
     assert errors == [{"path": "engine", "message": "engine 'gg' needs GG_BINARY set to the gg executable"}]
+
+
+HANGING = """#!{python}
+import json, sys, time
+print(json.dumps({{"type": "session_started", "sessionId": "s"}}), flush=True)
+for i in range(5):
+    print(json.dumps({{"type": "log", "level": "info", "message": f"step {{i}}"}}), flush=True)
+time.sleep(600)
+"""
+
+RUN_ON_GG = """
+import json
+from runs.engine.runner import start_run
+from runs.models import Run
+run = Run.objects.create(name="gg-crash", source="engine", status="queued", launch_spec=json.loads({spec!r}))
+start_run(run)
+"""
+
+ROW = ("SELECT source, status, last_seq, (SELECT count(*) FROM runs_event WHERE run_id = r.id), end_reason"
+       " FROM runs_run r WHERE name = 'gg-crash'")
+
+
+def test_a_run_on_gg_whose_worker_died_is_swept_interrupted_when_a_server_starts(tmp_path):
+    """The gg binary's runs are swept like the engine's: a worker killed mid-run (gg with it) leaves
+    the run `running` until the next server or worker start marks it interrupted, its events kept."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+
+    from runs.launch.dispatch import INTERRUPTED_REASON
+    from tests.console_server import ConsoleServer
+    from tests.paths import REPO
+
+    binary = tmp_path / "gg"
+    binary.write_text(HANGING.format(python=sys.executable))
+    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
+    server = ConsoleServer(tmp_path / "var")
+    server.var_dir.mkdir()
+    server.env["GG_BINARY"] = str(binary)
+    server.manage("migrate", "--noinput")
+    spec = json.dumps({"task": "Hang.", "engine": "gg", "agents": [{"slug": "coder"}],
+                       "provider": {"kind": "scripted", "script": {}}})
+    worker = subprocess.Popen([sys.executable, "manage.py", "shell", "-c", RUN_ON_GG.format(spec=spec)], cwd=REPO,
+                              env=server.env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def row():
+        with sqlite3.connect(server.var_dir / "db.sqlite3", timeout=30) as conn:
+            return conn.execute(ROW).fetchone()
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if (row() or ())[:3] == ("gg", "running", 6):
+                break
+            assert worker.poll() is None, worker.stdout.read().decode()[-3000:]
+            assert time.monotonic() < deadline, row()
+            time.sleep(0.2)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)  # the worker and the gg it started, as a crash takes them
+        worker.wait()
+    assert row() == ("gg", "running", 6, 6, "")  # nobody told the database
+    # what a starting server or worker does first (gg_console.asgi)
+    subprocess.run([sys.executable, "-c", "import gg_console.asgi"], cwd=REPO, env=server.env, check=True, timeout=120)
+    assert row() == ("gg", "interrupted", 6, 6, INTERRUPTED_REASON)

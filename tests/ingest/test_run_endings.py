@@ -100,9 +100,11 @@ def test_mark_ended_ends_an_imported_stream_once(operator):
 
 def test_the_sweep_says_why_a_run_was_interrupted():
     run = Run.objects.create(name="engine", source=Run.Source.ENGINE, status="running")
+    on_gg = Run.objects.create(name="gg", source=Run.Source.GG, status="queued")  # the gg binary's run too
     imported = Run.objects.create(name="imported", status="running")
-    assert sweep_interrupted() == 1
-    run.refresh_from_db()
-    imported.refresh_from_db()
+    assert sweep_interrupted() == 2
+    for swept in (run, on_gg, imported):
+        swept.refresh_from_db()
     assert (run.status, run.end_reason) == ("interrupted", INTERRUPTED_REASON)
+    assert (on_gg.status, on_gg.end_reason) == ("interrupted", INTERRUPTED_REASON)
     assert (imported.status, imported.end_reason) == ("running", "")
