@@ -68,6 +68,8 @@ class Run(models.Model):
     error_types = models.JSONField(default=dict, blank=True)  # {error kind: {errorType: n}}
     tool_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}
     api_failures = models.JSONField(default=dict, blank=True)  # {failure class: n}; never summed with tools
+    # turn_outcome's streak and loop aborts: {maxConsecutive, loopAborts, loopAbortWords, loopAbortChars}
+    error_facts = models.JSONField(default=dict, blank=True)
     usage = models.JSONField(default=dict, blank=True)  # summed usage deltas: tokens + cost
     slot_usage = models.JSONField(default=dict, blank=True)  # {"profile|model": latest rollup}
 
@@ -129,8 +131,13 @@ class Agent(models.Model):
     error_turns = models.JSONField(default=dict, blank=True)  # {error kind: n}
     error_types = models.JSONField(default=dict, blank=True)  # {error kind: {errorType: n}}
     error_turn_count = models.PositiveIntegerField(default=0)
+    error_facts = models.JSONField(default=dict, blank=True)  # as Run.error_facts, this agent's
     usage = models.JSONField(default=dict, blank=True)  # this agent's summed usage deltas (same shape as Run.usage)
     open_api_calls = models.PositiveIntegerField(default=0)  # api_call brackets still open (legacy bridged tool pairs)
+    open_api_call = models.CharField(max_length=200, blank=True)  # the call the open bracket names
+    # Legacy: each api call ({object, function} or operation) with the tools bridged inside its bracket
+    # ({call: {tool: n}}), gg's pre-operation join of a program's calls to the tools behind them.
+    api_tools = models.JSONField(default=dict, blank=True)
 
     # Context (context_breakdown): {band: tokens} summed over the agent's turns, and its latest
     # breakdown ({bands: {band: tokens}, totalTokens, windowLimit, fullness}), so the Arms and Stores
@@ -152,8 +159,23 @@ class Agent(models.Model):
         return self.agent_id
 
     @property
+    def call_surface(self) -> str:
+        """Which record the agent's calls are read from: "api" for a code agent, "tool" for a
+        tool-calling one, else whichever has evidence, its calls or its failure tallies (console.md
+        §1.4, callRecordSurface / callFailureSurface); "" with none."""
+        if self.execution_mode == "responses_as_code":
+            return "api"
+        if self.execution_mode == "tool_calling":
+            return "tool"
+        if self.api_calls or self.api_failures:
+            return "api"
+        return "tool" if self.tool_calls or self.tool_failures else ""
+
+    @property
     def call_count(self):
-        return sum(self.api_calls.values()) + sum(self.tool_calls.values())
+        """Calls on the agent's own surface: a legacy program's tools bridged inside its api calls
+        are counted under the tools, never a second time here."""
+        return sum((self.api_calls if self.call_surface == "api" else self.tool_calls).values())
 
 
 class ModuleStore(models.Model):

@@ -64,10 +64,11 @@ def render(run_pk, events, flt, multi_from=None):
         return [r for r in FeedRenderer(run_pk, state).rows(events) if flt.keeps(r)]
     keep = {e.seq for e in events}
     agents = {e.agent_id for e in events}
-    tools = {e.agent_id for e in events if e.type in TOOL_TYPES}
+    # Agents whose call rows read a bracket: its opening and closing, and the tool pair it absorbed.
+    tools = {e.agent_id for e in events if e.type in TOOL_TYPES or e.type.startswith("api_")}
     context = Q(type="session_started") | Q(type="agent_surface", agent_id__in=agents)
     if tools:
-        context |= Q(type__in=BRACKET_TYPES, agent_id__in=tools)
+        context |= Q(type__in=BRACKET_TYPES + TOOL_TYPES, agent_id__in=tools)
     between = Event.objects.filter(context, run_id=run_pk, seq__gte=first, seq__lte=last).exclude(seq__in=keep)
     merged = sorted(events + [Ev._make(e) for e in between.values_list(*Ev._fields)])
     if state.multi_from is None:

@@ -113,7 +113,7 @@ def _message(ctx, ev, rec):
 
 def _tool(ctx, ev, rec):
     if ev.agent_id in ctx.open_calls:
-        return None  # legacy: a program call bridged inside its api_call bracket (§10)
+        return None  # legacy: a program call bridged inside its api_call bracket (§10), absorbed by its rows
     name = str(rec.get("name") or ev.tool_name or "?")
     if ev.type == "tool_call":
         args = rec.get("args")
@@ -129,8 +129,9 @@ def _api(ctx, ev, rec):
     else:
         spelled = _legacy_spelling(rec)
     if ev.type == "api_call":
-        return ctx.row(ev, "call", "call", spelled, "tool")
-    summary = rec.get("summary")
+        args = ctx.bridged.get(ev.seq)  # a bridged tool call's arguments (console.md §1.4, step 3)
+        return ctx.row(ev, "call", "call", spelled, "tool", args=compact(args) if args else "")
+    summary = rec.get("summary") or ctx.absorbed(ev.agent_id)
     return ctx.result_row(ev, "call", f"{spelled}: {summary}" if summary else spelled, rec)
 
 

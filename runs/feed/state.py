@@ -24,6 +24,40 @@ BRACKET_TYPES = ("api_call", "api_result", "turn_started", "code_execution", "tu
 Ev = namedtuple("Ev", "seq type agent_id timestamp raw tool_name ok failure turn")
 
 
+def bridged_args(run_pk, events) -> dict:
+    """{api_call seq: the arguments of the tool call bridged inside its bracket} for the api_calls
+    among `events` (seq order): a legacy program call's CALL row carries them (console.md §1.4,
+    step 3). A bracket still open at the end of `events` is read on in the log (one query): rows are
+    rendered once their records are stored, and a recording stores a bracket in one chunk."""
+    pending, found = {}, {}  # agent -> its open api_call's seq
+    for ev in events:
+        if ev.type == "api_call":
+            pending[ev.agent_id] = ev.seq
+        elif ev.agent_id in pending and (ev.type == "tool_call" or ev.type in BRACKET_TYPES):
+            if ev.type == "tool_call":
+                found[pending[ev.agent_id]] = record_of(ev.raw).get("args")
+            del pending[ev.agent_id]
+    if pending:
+        after = (Event.objects.filter(run_id=run_pk, agent_id__in=list(pending), seq__gt=min(pending.values()),
+                                      type__in=("tool_call",) + BRACKET_TYPES)
+                 .order_by("seq").values_list("seq", "type", "agent_id", "raw"))
+        for seq, etype, agent_id, raw in after.iterator(chunk_size=100):
+            opened = pending.get(agent_id)
+            if opened is None or seq <= opened:
+                continue
+            if etype == "tool_call":
+                found[opened] = record_of(raw).get("args")
+            del pending[agent_id]
+            if not pending:
+                break
+    return found
+
+
+def _summary(rec) -> str:
+    summary = rec.get("summary")
+    return summary if isinstance(summary, str) else ""
+
+
 def _surface(rec):
     """(apis, language) from an agent_surface record, as the projection stores them."""
     apis = rec.get("apis")
@@ -34,11 +68,12 @@ class FeedState:
     """What rows show besides their own event, as of seq `seq` (everything up to it folded in)."""
 
     def __init__(self, run_pk, seq=0, open_calls=(), surfaces=None, profiles=None, agents=(), multi_from=None,
-                 started=None):
+                 started=None, absorbed=None):
         self.run_pk = run_pk
         self.started = started  # the run's first gg stamp: offsets count from it
         self.seq = seq
         self.open_calls = set(open_calls)  # agents inside an api_call bracket
+        self.absorbed = dict(absorbed or {})  # agent -> the summary of the tool result its bracket absorbed
         self.surfaces = dict(surfaces or {})  # agent_id -> (apis, language), the latest reported
         self.profiles = dict(profiles or {})  # profile id/slug/name -> display name
         self.agents = set(agents)  # the run's agents so far (its Agent rows), until a second one
@@ -60,7 +95,14 @@ class FeedState:
         # Each agent's last bracket event and last agent_surface at or before `seq`.
         last_bracket = upto.filter(type__in=BRACKET_TYPES).values("agent_id").annotate(last=Max("seq")).values("last")
         last_surface = upto.filter(type="agent_surface").values("agent_id").annotate(last=Max("seq")).values("last")
-        open_calls = Event.objects.filter(run_id=run_pk, seq__in=last_bracket, type="api_call").values_list("agent_id", flat=True)
+        opened = dict(Event.objects.filter(run_id=run_pk, seq__in=last_bracket, type="api_call").values_list("agent_id", "seq"))
+        open_calls = list(opened)
+        absorbed = {}
+        if opened:  # the tool results those open brackets absorbed so far
+            results = upto.filter(type="tool_result", agent_id__in=open_calls, seq__gt=min(opened.values()))
+            for agent_id, rseq, raw in results.order_by("seq").values_list("agent_id", "seq", "raw"):
+                if rseq > opened[agent_id]:
+                    absorbed[agent_id] = _summary(record_of(raw))
         surfaces = {
             agent_id: _surface(record_of(raw))
             for agent_id, raw in Event.objects.filter(run_id=run_pk, seq__in=last_surface).values_list("agent_id", "raw")
@@ -69,11 +111,11 @@ class FeedState:
                       .values_list("agent_id", "first_seq")[:2])
         multi_from = agents[1][1] if len(agents) > 1 else None
         return cls(run_pk, seq, open_calls, surfaces, profile_names(capability_set), [a for a, _ in agents], multi_from,
-                   started)
+                   started, absorbed)
 
     def copy(self):
         twin = FeedState(self.run_pk, self.seq, self.open_calls, self.surfaces, self.profiles, self.agents,
-                         self.multi_from, self.started)
+                         self.multi_from, self.started, self.absorbed)
         twin.spellings = dict(self.spellings)
         twin.hrefs = dict(self.hrefs)
         twin.turn_bases = dict(self.turn_bases)
@@ -97,12 +139,16 @@ class FeedState:
             self.spellings = {k: v for k, v in self.spellings.items() if k[0] != ev.agent_id}
         elif ev.type == "session_started" and isinstance(rec.get("capabilitySet"), dict):
             self.profiles = profile_names(rec["capabilitySet"])
+        elif ev.type == "tool_result" and ev.agent_id in self.open_calls:
+            self.absorbed[ev.agent_id] = _summary(rec)  # the api_result row says it (step 3)
 
     def after(self, ev):
         if ev.type == "api_call":
             self.open_calls.add(ev.agent_id)
+            self.absorbed.pop(ev.agent_id, None)
         elif ev.type in BRACKET_TYPES:
             self.open_calls.discard(ev.agent_id)
+            self.absorbed.pop(ev.agent_id, None)
         self.seq = ev.seq
 
     def spell(self, agent_id, operation):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from runs.feed.html import render_rows
 from runs.feed.rows import PANEL_KINDS, RENDERERS, Row, raw_row, unknown_row
-from runs.feed.state import Ev, FeedState
+from runs.feed.state import Ev, FeedState, bridged_args
 from runs.models import Event, Run
 from runs.stream.record import record_of
 
@@ -36,6 +36,7 @@ class FeedRenderer:
         self.run_pk = run_pk
         self.state = state
         self.cut_short = False  # the last batch stopped at WINDOW_CHARS: more is stored right after it
+        self.bridged = {}  # api_call seq -> the arguments of the tool call its bracket absorbed
 
     @property
     def open_calls(self):
@@ -43,6 +44,10 @@ class FeedRenderer:
 
     def spell(self, agent_id, operation):
         return self.state.spell(agent_id, operation)
+
+    def absorbed(self, agent_id):
+        """The summary of the tool result the agent's open bracket absorbed ("" for none)."""
+        return self.state.absorbed.get(agent_id, "")
 
     def profile(self, slug):
         return self.state.profile(slug)
@@ -66,6 +71,7 @@ class FeedRenderer:
 
     def _each(self, events):
         """(event, its row) for each event in turn, the state carried past it."""
+        self.bridged = bridged_args(self.run_pk, events)
         for ev in events:
             rec = record_of(ev.raw)
             self.state.before(ev, rec)

@@ -28,9 +28,11 @@ What is read, per spec/stream.md:
 * Surface (§4.21): ``agent_surface`` as reported; the role from the ending calls offered.
 * Counts (§4.7, §4.8, §7.5): calls on the opening half (``api_call`` by operation, ``tool_call`` by
   name); failure classes off the results, tools and APIs kept apart, never summed; error turns from
-  ``turn_outcome`` by kind (``error``), and by type (``errorType``) under its kind; turns from
-  ``turn_started``. Legacy program calls bridged as a tool pair inside
-  an open ``api_call`` bracket of the same agent are not counted twice (§10).
+  ``turn_outcome`` by kind (``error``), and by type (``errorType``) under its kind, with the longest
+  streak (``consecutiveErrors``) and the loop aborts (``loopAborts``, words, chars); turns from
+  ``turn_started``. A legacy program call bridged as a tool pair inside an open ``api_call``
+  bracket of the same agent (§10) counts under its tool as well, as gg counts it (the run's call
+  total counts it once), and is joined to the api call whose bracket holds it (``api_tools``).
 * Context (§4.13, §7.4): per agent, each ``context_breakdown`` band summed over its turns, and its
   latest breakdown (the store cost per holder reads the holder's band there).
 * Usage (§4.10, §4.11, §7.5): the sum of ``usage`` deltas, each token class null-aware, per run, per
@@ -56,7 +58,7 @@ STREAM_STATUSES = frozenset(Run.Status.values) - {"queued", "running", "interrup
 RUN_PROJECTION_FIELDS = [
     "status", "session_id", "session_started_seq", "started_at", "ended_at", "capability_set", "summary", "agent_count",
     "turn_count", "call_count", "error_turn_count", "error_turns", "error_types", "tool_failures",
-    "api_failures", "usage", "slot_usage",
+    "api_failures", "error_facts", "usage", "slot_usage",
 ]  # fmt: skip
 
 
@@ -97,6 +99,7 @@ def reset_run(run: Run) -> None:
     run.summary = None
     run.agent_count = run.turn_count = run.call_count = run.error_turn_count = 0
     run.error_turns, run.error_types, run.tool_failures, run.api_failures = {}, {}, {}, {}
+    run.error_facts = {}
     run.usage, run.slot_usage = {}, {}
 
 

@@ -38,6 +38,7 @@ def _session_summary(p, seq, rec, agent):
 
 
 def _session_ended(p, seq, rec, agent):
+    _close_bracket(agent)
     run = p.run
     status = as_text(rec.get("status"), 32) or "unknown"
     if run.status != status:
@@ -59,11 +60,30 @@ def _session_ended(p, seq, rec, agent):
 
 def _turn_started(p, seq, rec, agent):
     agent.turns += 1
-    agent.open_api_calls = 0  # a bracket never spans turns
+    _close_bracket(agent)  # a bracket never spans turns
     p.run.turn_count += 1
 
 
+def _close_bracket(agent) -> None:
+    """What force-closes an agent's api_call bracket in gg's feed (console.md §1.4, step 5)."""
+    agent.open_api_calls = 0
+    agent.open_api_call = ""
+
+
+# turn_outcome's loop-abort figures, summed (omitted when 0).
+LOOP_ABORT_FIELDS = ("loopAborts", "loopAbortWords", "loopAbortChars")
+
+
 def _turn_outcome(p, seq, rec, agent):
+    _close_bracket(agent)
+    streak = _count(rec.get("consecutiveErrors"))
+    aborts = [(field, _count(rec.get(field))) for field in LOOP_ABORT_FIELDS]
+    for facts in (agent.error_facts, p.run.error_facts):
+        if streak and streak > facts.get("maxConsecutive", 0):  # a peak over agents, never a sum
+            facts["maxConsecutive"] = streak
+        for field, n in aborts:
+            if n:
+                facts[field] = min(facts.get(field, 0) + n, COUNT_MAX)
     outcome = rec.get("outcome")
     if outcome == "error" or outcome == "fatal":
         kind = rec.get("error")
@@ -120,14 +140,18 @@ def _slot_usage(p, seq, rec, agent):
 
 
 def _api_call(p, seq, rec, agent):
-    bump(agent.api_calls, api_operation(rec))
+    operation = api_operation(rec)
+    bump(agent.api_calls, operation)
     agent.open_api_calls += 1
+    agent.open_api_call = operation
     p.run.call_count += 1
 
 
 def _api_result(p, seq, rec, agent):
     if agent.open_api_calls:
         agent.open_api_calls -= 1
+    if not agent.open_api_calls:
+        agent.open_api_call = ""
     if rec.get("ok") is False:
         cls = failure_class(rec) or UNCLASSIFIED
         bump(agent.api_failures, cls)
@@ -135,15 +159,15 @@ def _api_result(p, seq, rec, agent):
 
 
 def _tool_call(p, seq, rec, agent):
-    if agent.open_api_calls:  # legacy: a program call bridged inside its api_call bracket
-        return
-    bump(agent.tool_calls, as_text(rec.get("name")))
-    p.run.call_count += 1
+    name = as_text(rec.get("name"))
+    bump(agent.tool_calls, name)  # gg counts the tool whether or not a bracket holds it
+    if agent.open_api_calls:  # legacy: a program call bridged inside its api_call bracket (§10)
+        bump(agent.api_tools.setdefault(agent.open_api_call, {}), name)
+    else:
+        p.run.call_count += 1
 
 
 def _tool_result(p, seq, rec, agent):
-    if agent.open_api_calls:
-        return
     if rec.get("ok") is False:
         cls = failure_class(rec) or UNCLASSIFIED
         bump(agent.tool_failures, cls)
@@ -192,6 +216,7 @@ def _agent_returned(p, seq, rec, agent):
 
 
 def _agent_transition(p, seq, rec, agent):
+    _close_bracket(agent)
     to = rec.get("toAgentId")
     if not to:
         return
@@ -268,6 +293,10 @@ def _agent_surface(p, seq, rec, agent):
     agent.role = derive_role(agent.tools, agent.apis)
 
 
+def _code_execution(p, seq, rec, agent):
+    _close_bracket(agent)
+
+
 def _state_snapshot(p, seq, rec, agent):
     etype = rec.get("type")
     kind = STATE_KINDS[etype]
@@ -279,6 +308,17 @@ def _state_snapshot(p, seq, rec, agent):
     store.snapshot_seq = seq
     if mid not in p.new_stores:
         p.dirty_stores.add(mid)
+
+
+COUNT_MAX = 2**53  # a figure past a double's exact range is held there
+
+
+def _count(value):
+    """A u64 figure of a record as a non-negative int (capped), or None for anything else."""
+    n = num(value)
+    if n is None or n != n or n < 0:
+        return None
+    return int(min(n, COUNT_MAX))
 
 
 def _name_unannounced(agent: Agent, profile, model) -> None:
@@ -326,5 +366,6 @@ HANDLERS = {
     "worktree_merged": _worktree_merged,
     "agent_modules": _agent_modules,
     "agent_surface": _agent_surface,
+    "code_execution": _code_execution,
     **{t: _state_snapshot for t in STATE_KINDS},
 }

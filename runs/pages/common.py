@@ -33,16 +33,7 @@ def run_holdings(run: Run) -> list[Holding]:
 
 
 def call_surface(agent: Agent) -> str:
-    """Which record an agent's calls are read from: "api" for a code agent, "tool" for a
-    tool-calling one, else whichever has evidence, its calls or its failure tallies (console.md
-    §1.4, callRecordSurface)."""
-    if agent.execution_mode == "responses_as_code":
-        return "api"
-    if agent.execution_mode == "tool_calling":
-        return "tool"
-    if agent.api_calls or agent.api_failures:
-        return "api"
-    return "tool" if agent.tool_calls or agent.tool_failures else ""
+    return agent.call_surface
 
 
 def failed_calls(agent: Agent) -> int:

@@ -291,8 +291,11 @@ def test_legacy_shapes_project(django_assert_max_num_queries):
     assert (root.profile_id, root.model_id) == ("primary", "vendor/old")
     # {object, function} calls: keyed object.function unless an operation is given
     assert root.api_calls == {"fs.readFile": 1, "memories.write_memory": 1}
-    # program calls bridged as tool pairs inside the bracket are not counted again
-    assert root.tool_calls == {} and root.tool_failures == {}
+    # program calls bridged as tool pairs inside the bracket count under their tools too, as gg
+    # counts them (issue 20, item 10), joined to the call whose bracket holds them; the run counts once
+    assert root.tool_calls == {"read_file": 1, "write_memory": 1} and root.tool_failures == {"not-found": 1}
+    assert root.api_tools == {"fs.readFile": {"read_file": 1}, "memories.write_memory": {"write_memory": 1}}
+    assert root.call_count == 2 and (root.open_api_calls, root.open_api_call) == (0, "")
     assert root.api_failures == {"not-found": 1}
     assert Event.objects.filter(run=run, type="tool_call", agent_id="root").count() == 2  # still stored
     assert run.call_count == 3  # 2 api calls + agent-1's shell
@@ -324,7 +327,7 @@ def test_legacy_shapes_project(django_assert_max_num_queries):
                                "tokens": {"uncachedInput": 1000, "cachedInput": None, "output": 200, "reasoning": None},
                                "cost": {"comparable": 0.003, "actual": 0.003}},
     }  # fmt: skip
-    assert run.error_turns == {"missing_completion": 1} and run.tool_failures == {"other": 1}
+    assert run.error_turns == {"missing_completion": 1} and run.tool_failures == {"not-found": 1, "other": 1}
     # a failure status: still-running agents become failed
     assert run.status == "model_error"
     assert {a.status for a in agents.values()} == {"failed"}

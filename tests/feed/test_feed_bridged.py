@@ -1,0 +1,86 @@
+"""A legacy program call bridged as a tool pair inside its api_call bracket (issue 20, item 10): gg's
+feed folds the tool's arguments into the CALL row and its summary into the RESULT row, and still
+counts the tool (console.md §1.4 steps 2-5; stream.md §10). Streams authored here."""
+
+import pytest
+
+from runs.feed.filters import FeedFilter
+from runs.feed.history import page
+from runs.feed.windows import FeedRenderer
+from runs.ingest.writer import append
+from runs.models import Agent, Run
+from runs.pages.agents import agent_surface_counts
+from runs.pages.report import build_report
+
+pytestmark = pytest.mark.django_db
+
+BRIDGED = [
+    {"type": "session_started"},
+    {"type": "agent_surface", "executionMode": "responses_as_code", "tools": ["read_file", "write_file", "finish"]},
+    {"type": "turn_started"},
+    {"type": "api_call", "object": "fs", "function": "readFile"},
+    {"type": "tool_call", "name": "read_file", "args": {"path": "a.txt"}},
+    {"type": "tool_result", "name": "read_file", "ok": True, "summary": "12 lines"},
+    {"type": "api_result", "object": "fs", "function": "readFile", "ok": True},
+    {"type": "api_call", "object": "fs", "function": "writeFile"},
+    {"type": "tool_call", "name": "write_file", "args": {"path": "b.txt"}},
+    {"type": "tool_result", "name": "write_file", "ok": False, "summary": "denied", "failure": "refused"},
+    {"type": "api_result", "object": "fs", "function": "writeFile", "ok": False, "failure": "refused"},
+    {"type": "api_call", "object": "docs", "function": "search"},  # no tool behind it
+    {"type": "api_result", "object": "docs", "function": "search", "ok": True},
+    {"type": "code_execution", "ok": True, "toolCalls": 2, "logs": []},
+    {"type": "tool_call", "name": "read_file", "args": {"path": "c.txt"}},  # outside any bracket: its own row
+]
+
+
+def stored(name, records=BRIDGED):
+    run = Run.objects.create(name=name)
+    append(run, records)
+    return run
+
+
+def shown(rows):
+    return [(r.label, r.detail, r.args) for r in rows if r.kind != "raw"][2:]  # past session, turn
+
+
+def test_the_bridged_tool_folds_into_the_call_and_result_rows():
+    run = stored("bridged")
+    rows, _ = FeedRenderer(run.pk).next_batch(0)
+    assert shown(rows) == [
+        ("call", "fs.readFile", '{"path":"a.txt"}'),
+        ("result", "fs.readFile: 12 lines", ""),
+        ("call", "fs.writeFile", '{"path":"b.txt"}'),
+        ("result ✗", "fs.writeFile: denied", ""),
+        ("call", "docs.search", ""),
+        ("result", "docs.search", ""),
+        ("tool", "read_file", '{"path":"c.txt"}'),
+    ]
+
+
+def test_the_rows_are_the_same_read_from_any_cursor_or_filtered():
+    run = stored("bridged-cursor")
+    whole, _ = FeedRenderer(run.pk).next_batch(0)
+    by_seq = {r.seq: (r.label, r.detail, r.args) for r in whole}
+    for cursor in range(1, len(BRIDGED)):  # resumed mid-bracket: the state (FeedState.at) knows what it absorbed
+        rows, _ = FeedRenderer(run.pk).next_batch(cursor, limit=1 + cursor % 3)
+        assert [(r.label, r.detail, r.args) for r in rows] == [by_seq[r.seq] for r in rows]
+    calls = page(run.pk, FeedFilter.parse({"kind": ["call"]}), after=0)
+    assert 'fs.readFile: 12 lines' in calls.html and "{&quot;path&quot;:&quot;a.txt&quot;}" in calls.html
+
+
+def test_the_bridged_tool_is_counted_as_gg_counts_it(viewer_client):
+    run = stored("bridged-counts")
+    root = Agent.objects.get(run=run, agent_id="root")
+    # the tool counted under its name (gg's toolCalls), and its failure under the tools; the api
+    # calls under theirs, never summed; each agent call counted once on its own surface
+    assert root.tool_calls == {"read_file": 2, "write_file": 1}
+    assert root.api_calls == {"fs.readFile": 1, "fs.writeFile": 1, "docs.search": 1}
+    assert root.tool_failures == {"refused": 1} and root.api_failures == {"refused": 1}
+    assert root.call_count == 3
+    run.refresh_from_db()
+    assert run.call_count == 4  # three api calls and the tool call outside a bracket
+    tools = {t["name"]: t["calls"] for t in agent_surface_counts(root)["tools"]}
+    assert tools == {"read_file": 2, "write_file": 1, "finish": 0}
+    doc = build_report(run)
+    assert doc["agents"][0]["calls"] == 3 and doc["run"]["counts"]["calls"] == 4
+    assert {t["name"]: t["calls"] for t in doc["agents"][0]["surface"]["tools"]}["read_file"] == 2
