@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0007_fidelity_waiting_worktree_session_started'),
+        ('runs', '0008_ingest_token_run_names'),
     ]
 
     operations = [
