@@ -17,6 +17,7 @@ from runs.engine.sandbox.membrane import AgentContext
 from runs.engine.sandbox.program import run_program
 from runs.engine.tools.context_views import SEARCH_RESULTS
 from runs.engine.tools.errors import ToolError
+from runs.engine.tools.workspace import shell_bounds
 
 VIEW_BANDS = {"file": "file_view", "text": "text_view", "docs": "docs_view"}
 MESSAGE_BANDS = {"Compiler error": "compiler_error", "Runtime error": "runtime_error", "Notice": "system"}
@@ -81,6 +82,7 @@ def context(engine, agent):
             language=agent.profile.language, doc_view_types=agent.profile.doc_view_types,
             stores={kind: h.impl for kind, h in agent.holdings.items() if h.enabled and kind != "history"},
             timeout_secs=params.get("timeoutSecs", 30), max_memory_bytes=params.get("maxMemoryBytes", 268435456),
+            shell_bounds=shell_bounds(agent.params("shell")),
             mint_agent_id=engine.mint_id, delegation=Delegation(engine, agent), thread=Thread(agent))
     return agent.ctx
 

@@ -12,6 +12,7 @@ import json
 from runs.engine import issues, thread
 from runs.engine.agents import message
 from runs.engine.tools.errors import ToolError
+from runs.engine.tools.workspace import shell_bounds
 
 S, I = {"type": "string"}, {"type": "integer"}
 STRINGS = {"type": "array", "items": S}
@@ -72,9 +73,8 @@ def _search(ctx, args):
 
 
 def _shell(ctx, args):
-    params = ctx.params("shell")
     result, record = ctx.workspace.shell(_arg(args, "command"), _arg(args, "timeout_secs", int, False),
-                                         output_chars=params.get("maxChars", 4096))
+                                         **shell_bounds(ctx.params("shell")))
     ctx.emit("shell", **dict(record, origin="tool"))
     return f"exit {record['exitCode']}", result["output"], ()
 

@@ -162,3 +162,48 @@ def test_cancel_and_the_runs_wall_clock_kill_a_running_shell(tmp_path):
     assert status == "timed_out" and time.monotonic() - started < 6
     time.sleep(0.2)
     assert survivors("sleep 42.75") == []
+
+
+def test_the_output_keeps_its_last_max_lines_lines_then_its_last_max_chars(tmp_path):
+    ws = Workspace(tmp_path)
+    result, record = ws.shell("seq 1 1000", output_lines=3)
+    assert result["output"] == "998\n999\n1000\n" and result["truncated"]
+    assert record["stdout"].startswith("1\n2\n") and "stdoutDropped" not in record  # the record keeps gg's tail
+    result, _ = ws.shell("seq 1 5; echo oops >&2", output_lines=5)
+    assert result["output"] == "2\n3\n4\n5\noops\n" and result["truncated"]  # stdout, then stderr
+    result, _ = ws.shell("seq 1 3", output_lines=3)
+    assert result["output"] == "1\n2\n3\n" and not result["truncated"]
+    result, _ = ws.shell("seq 1 1000")  # gg's defaults: 250 lines, 4096 characters
+    assert result["output"].splitlines() == [str(n) for n in range(751, 1001)] and result["truncated"]
+    result, _ = ws.shell("seq 1 100", output_lines=50, output_chars=12)
+    assert result["output"] == "7\n98\n99\n100\n" and result["truncated"]
+    from runs.engine.tools.workspace import shell_bounds
+
+    assert shell_bounds({"maxLines": 7, "maxChars": 9}) == {"output_lines": 7, "output_chars": 9}
+    for odd in ({}, {"maxLines": "7", "maxChars": None}, {"maxLines": 0, "maxChars": True}, None):
+        assert shell_bounds(odd) == {"output_lines": 250, "output_chars": 4096}
+
+
+@pytest.mark.django_db
+def test_max_lines_bounds_what_the_shell_tool_and_gg_shell_hand_the_model(tmp_path):
+    from tests.engine_helpers import code_agent, program, run_spec
+
+    shell = {"id": "shell", "enabled": True, "params": {"maxLines": 4}}
+    data = spec([tool_agent("coder", [shell])],
+                {"coder": [call("shell", command="seq 1 40"), call("finish", summary="done")]})
+    run_, records = run_spec(data, tmp_path / "tool", name="tool-shell")
+    assert run_.status == "completed"
+    assert of_type(records, "shell")[0]["stdout"] == "".join(f"{n}\n" for n in range(1, 41))
+    asked = [m["id"] for m in of_type(records, "prompt")[1]["request"] if m["source"] == "tool_output"]
+    answer = [m.get("content") for m in of_type(records, "context_message") if m.get("id") in asked]
+    assert answer == ["37\n38\n39\n40\n"], answer
+
+    write = {"id": "write-file", "enabled": True}
+    data = spec([code_agent("coder", [{**shell, "params": {"maxLines": 2}}, write],
+                            ["shell.shell", "files.write_file", "session.finish"])],
+                {"coder": [program("out = gg.shell.shell('seq 1 40')\n"
+                                   "gg.files.write_file('out.txt', f'{out.output}|{out.truncated}')\n"
+                                   "gg.session.finish('done')")]})
+    run_, records = run_spec(data, tmp_path / "program", name="program-shell")
+    assert run_.status == "completed", of_type(records, "log")
+    assert (tmp_path / "program" / "ws" / "out.txt").read_text() == "39\n40\n|True"

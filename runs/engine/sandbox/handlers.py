@@ -28,7 +28,7 @@ def _shell(m, command, timeout_secs):
     timeout = min(timeout_secs, budget) if timeout_secs is not None else budget
     if timeout <= 0:
         raise ToolError("limit-exceeded", "the program's wall-clock budget is spent")
-    result, record = m.ctx.workspace.shell(command, timeout)
+    result, record = m.ctx.workspace.shell(command, timeout, **m.ctx.shell_bounds)
     m.emit({"type": "shell", **record})
     return result  # a process that ran is a success whatever it exited with
 

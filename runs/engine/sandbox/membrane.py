@@ -88,6 +88,7 @@ class AgentContext:
     stores: dict = field(default_factory=dict)  # kind ("memories", "tasks", "board", "skills", "archive") -> store
     timeout_secs: float = DEFAULT_TIMEOUT_SECS
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES
+    shell_bounds: dict = field(default_factory=dict)  # the shell capability's maxChars / maxLines, as keywords
     on_use_script: bool = False  # an on-use script may end on nothing
     on_use_queue: list = field(default_factory=list)  # (kind, name, source) of on-use scripts reads queued
     mint_agent_id: Callable[[], str] | None = None  # fork's and spawn's immediate ids

@@ -26,10 +26,21 @@ from runs.engine.tools.plain import read_plain, refusal, scan_plain
 READ_BYTES_CEILING = 256 * 1024  # a text read stops here (byte-truncated)
 SHELL_TAIL_CHARS = 16_384  # the shell telemetry record keeps this much of each stream
 SHELL_OUTPUT_CHARS = 4096  # what the caller is handed (capability param maxChars' default)
+SHELL_OUTPUT_LINES = 250  # ... and at most this many of its last lines (capability param maxLines' default)
 DEFAULT_SHELL_TIMEOUT = 120.0
 DEFAULT_QUOTA_BYTES = 1024 ** 3
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
                ".webp": "image/webp"}
+
+
+def shell_bounds(params) -> dict:
+    """The shell capability's params as `Workspace.shell`'s bounds: ``maxChars`` and ``maxLines``,
+    each its default unless a positive whole number."""
+    def positive(name, default):
+        value = params.get(name) if isinstance(params, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+    return {"output_chars": positive("maxChars", SHELL_OUTPUT_CHARS),
+            "output_lines": positive("maxLines", SHELL_OUTPUT_LINES)}
 
 
 def default_quota():
@@ -221,10 +232,12 @@ class Workspace:
                                               f"({self.usage():,} bytes are in use)")
 
     # -- shell -------------------------------------------------------------------------------
-    def shell(self, command, timeout_secs=None, *, output_chars=SHELL_OUTPUT_CHARS):
+    def shell(self, command, timeout_secs=None, *, output_chars=SHELL_OUTPUT_CHARS, output_lines=SHELL_OUTPUT_LINES):
         """Run `sh -c command` confined to the root (runs.engine.tools.confined). Returns (result,
-        record): the caller's {exit_code, output, truncated} and the `shell` telemetry fields
-        (stream.md §4.9). Refused (`unavailable`) where the shell cannot be confined."""
+        record): the caller's {exit_code, output, truncated} — the output's last `output_lines`
+        lines, of those the last `output_chars` characters — and the `shell` telemetry fields
+        (stream.md §4.9, each stream's tail before that cut). Refused (`unavailable`) where the
+        shell cannot be confined."""
         if not isinstance(command, str) or not command.strip():
             raise ToolError("invalid-argument", "the command is empty")
         if "\0" in command:
@@ -250,7 +263,11 @@ class Workspace:
             combined += f"\n(killed after {timeout:g} s)"
         elif done.stopped:
             combined += f"\n(killed: {done.stopped})"
-        truncated = done.stdout_chars + done.stderr_chars > output_chars or len(combined) > output_chars
+        truncated = done.stdout_chars + done.stderr_chars > len(done.stdout) + len(done.stderr)
+        lines = combined.splitlines(keepends=True)
+        if len(lines) > output_lines:
+            combined, truncated = "".join(lines[-output_lines:]), True
+        truncated = truncated or len(combined) > output_chars
         record = {"origin": "program", "command": command, "cwd": {"type": "workspace"},
                   "exitCode": -1 if done.exit_code is None else done.exit_code,
                   "stdout": done.stdout[-SHELL_TAIL_CHARS:], "stderr": done.stderr[-SHELL_TAIL_CHARS:]}
