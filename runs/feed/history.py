@@ -4,6 +4,8 @@ The socket follows the tail; everything else the window shows comes from here, a
 a time, by seq: `page(after=…)` reads forward, `page(before=…)` backward, and `jump_seq` turns a
 turn number or a time into the seq to read from. Each read scans at most `SCAN_LIMIT` events, so no
 request runs long on a run of any size: a sparse filter returns what it found and says there is more.
+A page is bounded in bytes as a socket window is: it stops after the row that brings its text past
+`WINDOW_CHARS` (each field already folded), and says there is more.
 
 A row needs the fold of the log before it (`FeedState`): a page starts from `FeedState.at` its first
 event and, when filtered, folds the events that change what later rows show (surfaces, the session,
@@ -16,7 +18,7 @@ from django.db.models import Q
 
 from runs.feed.html import row_html
 from runs.feed.state import BRACKET_TYPES, Ev, FeedState
-from runs.feed.windows import FeedRenderer
+from runs.feed.windows import WINDOW_CHARS, FeedRenderer, row_chars
 from runs.models import Agent, Event, Run
 
 PAGE_ROWS = 100
@@ -109,6 +111,11 @@ def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
         more = True
         out = out[:rows] if forward else out[-rows:]
         cursor = out[-1].seq if forward else out[0].seq
+    fit = _fitting(out if forward else out[::-1])
+    if fit < len(out):  # huge records: the page stops at its byte budget, the rest is the next page
+        more = True
+        out = out[:fit] if forward else out[-fit:]
+        cursor = out[-1].seq if forward else out[0].seq
     if forward:
         lo, hi = after + 1, cursor if more else max(cursor, end)
         more_before, more_after = after > 0, more
@@ -116,6 +123,17 @@ def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
         lo, hi = (cursor if more else 0), (end if before is None else before - 1)
         more_before, more_after = more, before is not None and before <= end
     return Page("".join(map(row_html, out)), len(out), lo, hi, more_before, more_after, end, run["status"])
+
+
+def _fitting(rows):
+    """How many of `rows`, from the first, a page carries: up to the one whose text brings the
+    page past WINDOW_CHARS (at least one, so a page always moves on)."""
+    chars = 0
+    for n, row in enumerate(rows, start=1):
+        chars += row_chars(row)
+        if chars > WINDOW_CHARS:
+            return n
+    return len(rows)
 
 
 def jump_seq(run_pk, *, turn=None, time=None, agent=""):

@@ -25,7 +25,7 @@ def folded(text: str, limit: int = FIELD_CHARS) -> str:
     return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
-def _row_chars(row) -> int:
+def row_chars(row) -> int:
     return len(row.detail) + len(row.args) + len(row.output) + len(row.failure) + len(row.agent) + len(row.label)
 
 
@@ -101,7 +101,7 @@ class FeedRenderer:
         rows, chars = [], 0
         for ev, row in self._each(events):
             rows.append(row)
-            chars += _row_chars(row)
+            chars += row_chars(row)
             if chars > WINDOW_CHARS:
                 self.cut_short = ev.seq != events[-1].seq
                 return rows, ev.seq

@@ -164,3 +164,33 @@ def test_the_rows_endpoint_pages_jumps_and_refuses_nonsense(viewer_client, run):
 
 def test_the_rows_endpoint_needs_a_login(client, run):
     assert client.get(reverse("runs:feed_rows", args=[run.pk])).status_code == 302
+
+
+def test_pages_of_huge_records_stay_bounded_in_bytes_and_miss_nothing(viewer_client):
+    # Every field folds at FIELD_CHARS, and a page stops at WINDOW_CHARS of text: escaping (`"` is
+    # `&quot;`, then JSON's \u escapes for what is not ASCII) keeps it within a few MiB whatever comes in.
+    run = Run.objects.create(name="huge")
+    nasty = '"<&' + "\U0001f600" * 3 + "é"
+    big = [{"type": "session_started", "timestamp": "2026-08-03T10:00:00Z"}]
+    for i in range(1, 60):
+        ts = f"2026-08-03T10:00:{i:02d}Z"
+        if i % 2:
+            big.append({"type": "log", "timestamp": ts, "level": "info", "message": f"m{i} " + nasty * 200_000})
+        else:
+            big.append({"type": "tool_call", "timestamp": ts, "name": "shell", "args": {"cmd": nasty * 100_000}})
+    append(run, big)
+    url = reverse("runs:feed_rows", args=[run.pk])
+    wanted = [r.seq for r in every_row(run) if r.kind != "raw"]
+    limit = 2 * 2**20
+    for params, step in (({"after": 0}, "after"), ({}, "before")):
+        got, more = [], True
+        while more:
+            response = viewer_client.get(url, params)
+            assert len(response.content) <= limit
+            body = response.json()
+            seqs = row_seqs(body["html"])
+            assert seqs, "a page always moves on"
+            got = got + seqs if step == "after" else seqs + got
+            more = body["more_after"] if step == "after" else body["more_before"]
+            params = {step: body["hi"] if step == "after" else body["lo"]}
+        assert got == wanted
