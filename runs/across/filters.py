@@ -20,7 +20,6 @@ from surfaces.arms import LANGUAGES
 from surfaces.docviews import FLAGS, NONE
 
 STATUSES = [*Run.Status.values, "stale"]
-LIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 EXECUTION_MODES = ("tool_calling", "responses_as_code")
 DOC_VIEW_TYPES = tuple("+".join(f for i, f in enumerate(FLAGS) if n >> i & 1) or NONE for n in range(8))
 # query parameter -> the RunFacts column holding the run's agents' values (the per-agent sets).
@@ -106,8 +105,10 @@ def _status_q(statuses) -> Q:
     q = Q()
     for s in statuses:
         if s == "stale":
-            q |= Q(status__in=LIVE) & (Q(facts__last_event_at__lt=run_facts.stale_before())
-                                       | Q(facts__last_event_at__isnull=True, created_at__lt=run_facts.stale_before()))
+            # As the list and the run header read it (`runs.ingest.facts.stale_since`).
+            before = run_facts.stale_before()
+            q |= Q(status=Run.Status.RUNNING) & (Q(facts__last_event_at__lt=before)
+                                                 | Q(facts__last_event_at__isnull=True, created_at__lt=before))
         else:
             q |= Q(status=s)
     return q

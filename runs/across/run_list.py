@@ -109,7 +109,7 @@ def run_list_page(f: RunFilter, *, sort: str = "", after: str = "", before: str 
     has_next = more if not backwards else True
     has_prev = (cursor is not None) if not backwards else more
     for run in rows:
-        run.stale = run_facts.is_stale(run, getattr(run, "facts", None))
+        run.stale_since = run_facts.stale_since(run, getattr(run, "facts", None))
     return ListPage(
         runs=rows, total=total, sort=("-" if desc else "") + column,
         next_cursor=encode_cursor(rows[-1].sort_key, rows[-1].pk) if rows and has_next else None,

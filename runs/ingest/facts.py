@@ -11,7 +11,6 @@ table existed).
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from django.db.models import F, Q
 from django.utils import timezone
@@ -227,17 +226,13 @@ def catch_up(limit: int | None = None) -> int:
     return count
 
 
-STALE_AFTER = timedelta(minutes=10)
+stale_before = run_selectors.stale_before  # the run header's rule, for the runs list and its filter
 
 
-def stale_before():
-    """A live run whose last record arrived before this is stale (nothing has written for a while)."""
-    return timezone.now() - STALE_AFTER
-
-
-def is_stale(run: Run, facts: RunFacts | None) -> bool:
-    """Live, and nothing has arrived for STALE_AFTER (the writer died without a word)."""
-    if not run.is_live:
-        return False
+def stale_since(run: Run, facts: RunFacts | None):
+    """When a stale run's last record arrived (or, with none, when it was created); None for a run
+    that is not stale: running, and nothing arrived since `stale_before()`."""
+    if run.status != Run.Status.RUNNING:
+        return None
     last = (facts.last_event_at if facts else None) or run.created_at
-    return last < stale_before()
+    return last if last < stale_before() else None

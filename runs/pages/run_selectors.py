@@ -87,6 +87,12 @@ def run_duration(run: Run, *, last_timestamp: str | None = None):
     return max(end - run.started_at, timedelta(0))
 
 
+def stale_before():
+    """A running run whose last record (or, with none, its creation) is older than this is stale:
+    settings.RUN_STALE_SECONDS without a record (the header, the runs list and its filter alike)."""
+    return timezone.now() - timedelta(seconds=settings.RUN_STALE_SECONDS)
+
+
 def run_liveness(run: Run, last_received=None) -> dict:
     """How the run stands, as the header says it: ``{"state", "since"}`` — its status, or "stale"
     for a running run whose last record (or, with none, its creation) is older than
@@ -94,7 +100,7 @@ def run_liveness(run: Run, last_received=None) -> dict:
     live run whose session_started has not arrived (gg: "queued — waiting for a runner"), with why."""
     if run.status == Run.Status.RUNNING:
         since = last_received or run.created_at
-        if since and timezone.now() - since > timedelta(seconds=settings.RUN_STALE_SECONDS):
+        if since and since < stale_before():
             return {"state": "stale", "since": since, "why": ""}
     if run.status in (Run.Status.RUNNING, Run.Status.QUEUED) and run.session_started_seq is None:
         why = "waiting for a runner: no session_started yet"

@@ -12,7 +12,7 @@ from django.utils import timezone
 from runs.ingest import facts as run_facts
 from runs.across.run_list import COLUMNS
 from runs.ingest import services
-from runs.models import Run, RunFacts
+from runs.models import Event, Run, RunFacts
 from runs.pages.report import build_report
 from tests.pages_helpers import rows
 from tests.streams import REAL_MOCK, STREAMS, import_stream
@@ -81,18 +81,30 @@ def test_run_level_filters(viewer_client, corpus):
     assert set(listed(viewer_client, source="import", language="python")) == {"multi-lang"}
 
 
-def test_stale_is_a_live_run_nothing_wrote_to_for_a_while(viewer_client, corpus):
+def test_stale_is_a_running_run_nothing_wrote_to_for_a_while_as_its_header_says(viewer_client, corpus, settings):
+    settings.RUN_STALE_SECONDS = 600
     run = corpus["multi-lang"]
-    services.run_set_status(run, Run.Status.RUNNING)
+    services.run_set_status(run, Run.Status.RUNNING, ended_at=None)  # a stream that stopped without session_ended
     assert listed(viewer_client, status="stale") == []
-    RunFacts.objects.filter(run=run).update(last_event_at=timezone.now() - timedelta(hours=1))
+    RunFacts.objects.filter(run=run).update(last_event_at=timezone.now() - timedelta(seconds=599))
+    assert listed(viewer_client, status="stale") == []
+    since = timezone.now() - timedelta(hours=1)
+    RunFacts.objects.filter(run=run).update(last_event_at=since)
     assert listed(viewer_client, status="stale") == ["multi-lang"]
     html = viewer_client.get(reverse("runs:list"), {"status": "stale"}).content.decode()
-    assert ">stale</span>" in html
-    # A queued run that never received a record, created long ago, is stale too.
+    row = html.split('data-run="multi-lang"')[1].split("</tr>")[0]
+    assert ">stale</span>" in row and f"no record since {since:%Y-%m-%d %H:%M:%S} UTC" in row
+    assert ">running</span>" not in row
+    # The run's own header reads the same (its last record's arrival is the facts' stamp).
+    Event.objects.filter(run=run).update(received_at=since)
+    header = viewer_client.get(reverse("runs:header", args=[run.pk])).content.decode()
+    assert ">stale</span>" in header and f"no record since {since:%Y-%m-%d %H:%M:%S} UTC" in header
+    # A queued run reads queued in its header however long it waits (no session_started yet), and
+    # in the list; the filter takes running runs only. A run that ended is never stale.
     queued = Run.objects.create(name="queued-long-ago", status=Run.Status.QUEUED)
     Run.objects.filter(pk=queued.pk).update(created_at=timezone.now() - timedelta(hours=2))
-    assert set(listed(viewer_client, status="stale")) == {"multi-lang", "queued-long-ago"}
+    services.run_set_status(corpus["echo-mock"], Run.Status.COMPLETED)
+    assert listed(viewer_client, status="stale") == ["multi-lang"]
 
 
 def test_started_between(viewer_client, corpus):
