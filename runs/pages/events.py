@@ -99,16 +99,26 @@ def rejected_detail(request, pk, line_id):
         run, "overview", line=line, truncated=len(line.raw) >= RejectedLine.RAW_LIMIT))
 
 
+def _api_read(request, run, fetch, missing: str):
+    """(fetch(the run), None) when the caller may read the run and fetch finds the row, else
+    (None, the refusal or a 404 saying the run has `missing`)."""
+    found, refused = readable_run(request, run)
+    if refused:
+        return None, refused
+    row = fetch(found)
+    if row is None:
+        return None, JsonResponse({"error": f"Run {found.name!r} has {missing}."}, status=404)
+    return row, None
+
+
 @login_not_required
 @require_GET
 def api_event(request, run, seq):
     """The stored line of record `seq`, exactly as received (application/json)."""
-    found, refused = readable_run(request, run)
+    raw, refused = _api_read(request, run, lambda found: Event.objects.filter(run=found, seq=seq).values_list(
+        "raw", flat=True).first(), f"no record {seq}")
     if refused:
         return refused
-    raw = Event.objects.filter(run=found, seq=seq).values_list("raw", flat=True).first()
-    if raw is None:
-        return JsonResponse({"error": f"Run {found.name!r} has no record {seq}."}, status=404)
     response = HttpResponse(raw, content_type="application/json; charset=utf-8")
     response["X-Seq"] = str(seq)
     return response
@@ -118,12 +128,10 @@ def api_event(request, run, seq):
 @require_GET
 def api_rejected(request, run, line_id):
     """A rejected line: {line, reason, text, truncated}."""
-    found, refused = readable_run(request, run)
+    line, refused = _api_read(request, run, lambda found: RejectedLine.objects.filter(run=found, pk=line_id).first(),
+                              f"no rejected line {line_id}")
     if refused:
         return refused
-    line = RejectedLine.objects.filter(run=found, pk=line_id).first()
-    if line is None:
-        return JsonResponse({"error": f"Run {found.name!r} has no rejected line {line_id}."}, status=404)
     return JsonResponse({"line": line.line_number, "reason": line.reason, "text": line.raw,
                          "truncated": len(line.raw) >= RejectedLine.RAW_LIMIT},
                         json_dumps_params={"ensure_ascii": False})

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from runs.models import Event, Run
 from runs.stream.record import parse_timestamp
-from runs.stream.usage import COST_CLASSES, TOKEN_CLASSES, total_tokens
+from runs.stream.usage import add_usage, empty_usage, total_tokens
 
 
 # ---------------------------------------------------------------------------------------------
@@ -36,7 +36,7 @@ def run_usage(run: Run) -> dict:
         tokens, cost, source = usage.get("tokens") or {}, usage.get("cost") or {}, "deltas"
     elif run.slot_usage:
         by_slot = list(run.slot_usage.values())
-        tokens, cost, source = _sum_rollups(by_slot), _sum_costs(by_slot), "slot_usage"
+        (tokens, cost), source = _sum_rollups(by_slot), "slot_usage"
     else:
         return {"tokens": {}, "cost": {}, "total_tokens": None, "source": None, "by_slot": []}
     return {
@@ -48,28 +48,12 @@ def run_usage(run: Run) -> dict:
     }
 
 
-def _dict(value) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _sum_rollups(rows):
-    out = {c: None for c in TOKEN_CLASSES}
+def _sum_rollups(rows) -> tuple[dict, dict]:
+    """(tokens, cost) summed over slot_usage rollups, null-aware as the deltas are (`add_usage`)."""
+    acc = empty_usage()
     for row in rows:
-        for c in TOKEN_CLASSES:
-            v = _dict(row.get("tokens")).get(c)
-            if isinstance(v, (int, float)):
-                out[c] = v if out[c] is None else out[c] + v
-    return out
-
-
-def _sum_costs(rows):
-    out = {c: None for c in COST_CLASSES}
-    for row in rows:
-        for c in COST_CLASSES:
-            v = _dict(row.get("cost")).get(c)
-            if isinstance(v, (int, float)):
-                out[c] = round(v if out[c] is None else out[c] + v, 12)
-    return out
+        add_usage(acc, row.get("tokens"), row.get("cost"))
+    return acc["tokens"], acc["cost"]
 
 
 def run_duration(run: Run, *, last_timestamp: str | None = None):

@@ -1,4 +1,5 @@
-"""Filters of the across-runs pages: seconds as a duration, a figure, a signed delta, a rate."""
+"""Filters of the across-runs pages: seconds as a duration, a figure, a signed delta (a rate is
+`runs_extras.percent`)."""
 
 import json
 from datetime import timedelta

@@ -29,13 +29,6 @@ def offset_s(value):
     return f"{'+' if value >= 0 else '−'}{abs(value):.3f} s"
 
 
-@register.filter
-def percent(value):
-    if not isinstance(value, (int, float)):
-        return "—"
-    return f"{value * 100:.0f}%" if value in (0, 1) else f"{value * 100:.1f}%"
-
-
 @register.simple_tag
 def turn_href(run_pk, agent_id, turn):
     return turn_url(run_pk, agent_id, turn)

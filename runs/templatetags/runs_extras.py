@@ -67,3 +67,11 @@ def sorted_counts(mapping):
 def total(mapping):
     """{key: n} -> the sum of the n (0 for nothing)."""
     return sum(v for v in (mapping or {}).values() if isinstance(v, (int, float)))
+
+
+@register.filter
+def percent(value):
+    """A rate: 0.125 -> "12.5%", 0 -> "0%", 1 -> "100%"; None -> "—"."""
+    if not isinstance(value, (int, float)):
+        return "—"
+    return f"{value * 100:.0f}%" if value in (0, 1) else f"{value * 100:.1f}%"

@@ -113,6 +113,16 @@ def decoder(ty):
 
 
 # -- plain -> C value ----------------------------------------------------------------------------
+def _aggregate(kind, ctype, new_uninit, delete, entries, inert):
+    """The encoder of a record or a list: `entries(value)` -> (the items, how one is written)."""
+    def aggregate(value, c):
+        items, write = entries(value)
+        raw = _filled(ctype, new_uninit, delete, items, write, inert)
+        c.kind = _KIND[kind]
+        setattr(c.of, kind, raw)
+    return aggregate
+
+
 def encoder(ty):
     """fn(plain, c_val) writing a result into a slot wasmtime provided (and frees after the call).
 
@@ -138,24 +148,20 @@ def encoder(ty):
     if isinstance(ty, RecordType):
         fields = [(name.encode(), _py(name), encoder(fty)) for name, fty in ty.fields]
 
-        def record(value, c):
+        def record_entries(value):
             get = value.get if isinstance(value, dict) else (lambda key: getattr(value, key, None))
-            raw = _filled(ffi.wasmtime_component_valrecord_t, ffi.wasmtime_component_valrecord_new_uninit,
-                          ffi.wasmtime_component_valrecord_delete, fields, _record_entry(get), _inert_entry)
-            c.kind = _KIND["record"]
-            c.of.record = raw
-        return record
+            return fields, _record_entry(get)
+        return _aggregate("record", ffi.wasmtime_component_valrecord_t, ffi.wasmtime_component_valrecord_new_uninit,
+                          ffi.wasmtime_component_valrecord_delete, record_entries, _inert_entry)
     if isinstance(ty, ListType):
         element = encoder(ty.element)
 
-        def items(value, c):
+        def list_entries(value):
             if not isinstance(value, (list, tuple)):
                 raise TypeError(f"expected a list, not {type(value).__name__}")
-            raw = _filled(ffi.wasmtime_component_vallist_t, ffi.wasmtime_component_vallist_new_uninit,
-                          ffi.wasmtime_component_vallist_delete, value, element, _inert)
-            c.kind = _KIND["list"]
-            c.of.list = raw
-        return items
+            return value, element
+        return _aggregate("list", ffi.wasmtime_component_vallist_t, ffi.wasmtime_component_vallist_new_uninit,
+                          ffi.wasmtime_component_vallist_delete, list_entries, _inert)
     if isinstance(ty, OptionType):
         payload = encoder(ty.payload)
 
