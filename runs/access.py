@@ -1,5 +1,7 @@
-"""Who may read a run, which run a reference names, and which agent ids a link can carry: the glue every flow's views share (the
-token API, the report, the inspector, compare), so none of them imports another flow's views.
+"""Who may read a run, who may write, which run a reference names, and which agent ids a link can
+carry: the glue every flow's views share (the token API, the report, the inspector, compare,
+import, the selection, launch), so none of them imports another flow's views and each permission
+question is answered in one place.
 """
 
 from __future__ import annotations
@@ -94,3 +96,47 @@ def turn_url(run_pk, agent_id, turn) -> str:
     if n < 1 or not agent_linkable(agent_id):
         return ""
     return reverse("runs:turn", args=(run_pk, agent_id, n))
+
+
+# ---------------------------------------------------------------------------------------------
+# Who may write: one function per question, asked by every view that acts on it (the templates ask
+# the same permissions through `perms`).
+
+LAUNCH_PERMISSION = "runs.add_run"
+DELETE_PERMISSION = "runs.delete_run"
+
+
+def may_launch(user) -> bool:
+    """Launch, re-run or cancel a run, save or delete a configuration, save a view."""
+    return user.has_perm(LAUNCH_PERMISSION)
+
+
+def may_end_runs(user) -> bool:
+    """Mark an imported or pushed run ended by hand (whoever may launch runs may end one)."""
+    return user.has_perm(LAUNCH_PERMISSION)
+
+
+def may_delete_runs(user) -> bool:
+    """Delete a run with everything it recorded (one run's page or a selection of the list)."""
+    return user.has_perm(DELETE_PERMISSION)
+
+
+def run_write_problem(run: Run, user) -> str:
+    """Why `user` may not append records to `run` ('' when they may): a launched run takes records
+    only from its own engine; a stream run only from the user who created it (or a superuser)."""
+    if run.source in (Run.Source.ENGINE, Run.Source.GG):
+        return f"Run {run.name!r} was launched: it takes records only from its engine."
+    if user is None or getattr(user, "is_superuser", False) or run.created_by_id == user.pk:
+        return ""
+    return f"Run {run.name!r} belongs to another user: only they can add records to it."
+
+
+def token_scope_problem(token, name: str) -> str:
+    """Why `token` (an `IngestToken`) may not write into the run called `name` ('' when it may): a
+    token with run names writes only into those runs. The names narrow the token, never widen it:
+    `run_write_problem` still applies to a run that exists."""
+    scope = token.scope()
+    if not scope or str(name).strip() in scope:
+        return ""
+    named = ", ".join(repr(n) for n in scope)
+    return f"This token writes only into the runs it names ({named}), not into run {str(name).strip()!r}."

@@ -23,12 +23,11 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.across import analysis, charts, compare, filters, run_list as listing, saved
-from runs.access import readable_run, run_resolve
+from runs.access import may_delete_runs, may_launch, readable_run, run_resolve
 from runs.ingest import services, stored
 from runs.models import Run, SavedView
 
 EXPORT_MAX = 50  # runs per export archive
-SAVE_PERMISSION = "runs.add_run"  # who may launch may save views, as with configurations
 
 
 @require_GET
@@ -74,7 +73,7 @@ def runs_selected(request):
     if action == "export":
         return _export(runs)
     if action == "delete":
-        if not request.user.has_perm("runs.delete_run"):
+        if not may_delete_runs(request.user):
             raise PermissionDenied("Deleting runs needs the runs.delete_run permission.")
         if request.POST.get("confirm") != "yes":
             return render(request, "across/delete_runs.html", {
@@ -192,7 +191,7 @@ def analysis_page(request):
 
 @require_POST
 def view_save(request):
-    if not request.user.has_perm(SAVE_PERMISSION):
+    if not may_launch(request.user):  # who may launch may save views, as configurations
         return HttpResponse("Saving a view needs the launch permission.", status=403)
     view, error = saved.save(name=request.POST.get("name", ""), kind=request.POST.get("kind", ""),
                              query=request.POST.get("query", ""), user=request.user)

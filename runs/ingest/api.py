@@ -16,7 +16,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from runs.access import bearer_token, readable_run, run_resolve, unauthorized
+from runs.access import bearer_token, readable_run, run_resolve, run_write_problem, token_scope_problem, unauthorized
 from runs.ingest import services, writer
 from runs.models import Run
 from runs.ingest.views import ndjson_response
@@ -55,7 +55,7 @@ def _post(request, ref):
     user = token.user
     run = run_resolve(ref)
     created = False
-    scoped = services.token_scope_problem(token, run.name if run else ref)
+    scoped = token_scope_problem(token, run.name if run else ref)
     if scoped:
         return JsonResponse({"error": scoped}, status=403)
     if run is None:
@@ -65,7 +65,7 @@ def _post(request, ref):
             run, created = services.run_get_or_create(name=str(ref), source=Run.Source.API, created_by=user)
         except ValueError as exc:
             return JsonResponse({"error": str(exc)}, status=400)
-    problem = "" if created else services.run_write_problem(run, user)
+    problem = "" if created else run_write_problem(run, user)
     if problem:
         return JsonResponse({"error": problem}, status=403)
     result = writer.append_stream(run, request)

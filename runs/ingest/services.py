@@ -17,6 +17,7 @@ import unicodedata
 
 from django.db import IntegrityError, transaction
 
+from runs import access
 from runs.feed import doorbell, search
 from runs.ingest import writer
 from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
@@ -122,34 +123,13 @@ class RunWriteRefused(PermissionError):
     pass
 
 
-def run_write_problem(run: Run, user) -> str:
-    """Why `user` may not append records to `run` ('' when they may): a launched run takes records
-    only from its own engine; a stream run only from the user who created it (or a superuser)."""
-    if run.source in (Run.Source.ENGINE, Run.Source.GG):
-        return f"Run {run.name!r} was launched: it takes records only from its engine."
-    if user is None or getattr(user, "is_superuser", False) or run.created_by_id == user.pk:
-        return ""
-    return f"Run {run.name!r} belongs to another user: only they can add records to it."
-
-
-def token_scope_problem(token, name: str) -> str:
-    """Why `token` (an `IngestToken`) may not write into the run called `name` ('' when it may): a
-    token with run names writes only into those runs. The names narrow the token, never widen it:
-    `run_write_problem` still applies to a run that exists."""
-    scope = token.scope()
-    if not scope or str(name).strip() in scope:
-        return ""
-    named = ", ".join(repr(n) for n in scope)
-    return f"This token writes only into the runs it names ({named}), not into run {str(name).strip()!r}."
-
-
 def run_import_stream(*, name: str, stream, source: str = Run.Source.IMPORT, created_by=None):
     """Import a file into the run called `name`, creating it if needed: (run, created, result).
     A new run that stored nothing (a PNG, an empty file: every line rejected or none at all) is
     not kept — run is None then, and the result still says what was rejected. `RunWriteRefused`
-    when `created_by` may not write into the existing run of that name (`run_write_problem`)."""
+    when `created_by` may not write into the existing run of that name (`access.run_write_problem`)."""
     run, created = run_get_or_create(name=name, source=source, created_by=created_by)
-    problem = "" if created else run_write_problem(run, created_by)
+    problem = "" if created else access.run_write_problem(run, created_by)
     if problem:
         raise RunWriteRefused(problem)
     result = writer.append_stream(run, stream)

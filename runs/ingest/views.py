@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from runs.access import may_delete_runs, may_end_runs
 from runs.ingest import services
 from runs.ingest.forms import ImportForm
 from runs.models import Run
@@ -48,7 +49,7 @@ def run_import(request):
 @require_http_methods(["GET", "POST"])
 def run_delete(request, pk):
     """GET: what deleting the run takes with it, and a confirm button; POST: delete it."""
-    if not request.user.has_perm("runs.delete_run"):
+    if not may_delete_runs(request.user):
         raise PermissionDenied("Deleting a run needs the runs.delete_run permission.")
     run = get_object_or_404(Run, pk=pk)
     if request.method == "GET":
@@ -61,7 +62,7 @@ def run_delete(request, pk):
 @require_POST
 def run_mark_ended(request, pk):
     """An imported or pushed run that never sent session_ended: the operator ends it by hand."""
-    if not request.user.has_perm("runs.add_run"):
+    if not may_end_runs(request.user):
         raise PermissionDenied("Marking a run ended needs the runs.add_run permission.")
     run = get_object_or_404(Run, pk=pk)
     if services.run_mark_ended(run, by=request.user.get_username()):

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST, require_http_methods
 
+from runs.access import may_launch
 from runs.demo import demo_names, demo_spec
 from runs.launch import services
 from runs.launch.forms import WORKSPACE_FIELD, LaunchForm, dom_id
@@ -18,13 +19,11 @@ from runs.launch.rerun import rerun_spec
 from runs.launch.starter import dry_run
 from runs.models import Run, SavedConfiguration
 
-PERMISSION = "runs.add_run"
-
 
 def launch_permission_required(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        if not request.user.has_perm(PERMISSION):
+        if not may_launch(request.user):
             return render(request, "runs/launch/forbidden.html", status=403)
         return view(request, *args, **kwargs)
 
