@@ -1,6 +1,7 @@
 """The layout keeps its promises (issue 12): no import cycle among the project's packages, the engine
-never imports the launch flow, no test module imports another, and no production module grows past
-about 400 lines. Read off the source with `ast` (module-level imports: what runs on import)."""
+never imports the launch flow, no test module imports another, runs/ keeps only the app's own modules
+and access.py at its top level, and no production module grows past about 400 lines. Read off the
+source with `ast` (module-level imports: what runs on import)."""
 
 import ast
 from pathlib import Path
@@ -135,6 +136,16 @@ def test_no_test_module_imports_another():
     # holds fixtures, which pytest hands out by name.
     test_modules = {m for m in tests if m.rpartition(".")[2].startswith("test_") or m.endswith("conftest")}
     assert {m: sorted(i & test_modules) for m, i in graph.items() if i & test_modules} == {}
+
+
+# runs/ is by flow: at its top level only the Django app's own modules and the auth-like glue
+# every flow's views share (who may read or write, which run a reference names).
+TOP_LEVEL_ALLOWED = {"__init__", "models", "admin", "urls", "apps", "access"}
+
+
+def test_no_runs_module_at_the_top_level_but_the_apps_own_and_access():
+    top = {p.stem for p in (REPO / "runs").glob("*.py")}
+    assert top - TOP_LEVEL_ALLOWED == set()
 
 
 def test_no_production_module_is_over_about_400_lines():
