@@ -7,7 +7,7 @@ these; reads live in `runs.pages.run_selectors`). Records go through `runs.inges
 * `run_set_status`: every status change outside the stream (started, ended by the engine, canceled,
   swept as interrupted, marked ended, failed outside the engine) is saved here and rings the doorbell
   on commit. Statuses the stream names (`session_ended`) are the fold's, rung by the writer.
-* `run_write_problem` / `token_scope_problem`: who may append to which run (the API, the upload form).
+* Who may append to which run is `runs.access` (`run_write_problem`, `token_scope_problem`).
 * `run_import_stream`, `run_mark_ended`, `run_delete`: a file in, a run ended by hand, a run gone.
 """
 
