@@ -258,6 +258,22 @@ def test_rerun_with_edits_reproduces_the_same_configuration(operator_client):
 
 
 @pytest.mark.django_db
+def test_rerun_with_edits_is_offered_only_for_a_run_with_a_launch_spec(operator_client):
+    spec = {"task": "Read.", "agents": [{"slug": "lead", "name": "Lead", "modelId": "scripted/lead"}],
+            "provider": {"kind": "scripted", "script": {"lead": []}}}
+    launched = Run.objects.create(name="launched", source=Run.Source.ENGINE, launch_spec=spec,
+                                  status=Run.Status.COMPLETED)
+    imported = Run.objects.create(name="imported", source=Run.Source.IMPORT, status=Run.Status.COMPLETED,
+                                  capability_set={"agents": [{"slug": "lead"}]})
+    pushed = Run.objects.create(name="pushed", source=Run.Source.API)
+    for run, offered in ((launched, True), (imported, False), (pushed, False)):
+        for page in ("runs:detail", "runs:feed", "runs:header"):
+            html = operator_client.get(reverse(page, args=[run.pk])).content.decode()
+            assert ("Re-run with edits" in html) is offered, (run.name, page)
+            assert (reverse("runs:rerun", args=[run.pk]) in html) is offered, (run.name, page)
+
+
+@pytest.mark.django_db
 def test_rerun_of_an_imported_run_reads_its_gg_capability_set(operator_client):
     gg_set = {"agents": [
         {"id": "p1", "slug": "lead", "name": "Lead", "modelId": "mock/echo", "openingTurn": {"modules": []},
