@@ -4,14 +4,17 @@ Folded from the projections the write path already keeps (Run, Agent, Holding), 
 figures only the log holds: refusals (the Refusals tab's selector, re-read only when a chunk brings a
 failed call or a log line) and each agent's peak context (kept incrementally from the chunk's
 context_breakdown records). `after_chunk` is the write path's one call, inside its transaction;
-`manage.py refresh_facts` folds the runs whose facts are missing or behind (stored before this
-table existed).
+`manage.py refresh_facts` folds the runs whose facts are missing or behind, and `migrate` does the
+same by itself once it has brought the schema up to date (`after_migrate`: a database from before
+this table, migration 0005, needs nothing run by hand).
 """
 
 from __future__ import annotations
 
 import logging
 
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -236,3 +239,18 @@ def stale_since(run: Run, facts: RunFacts | None):
         return None
     last = (facts.last_event_at if facts else None) or run.created_at
     return last if last < stale_before() else None
+
+
+def after_migrate(sender, plan=None, using=DEFAULT_DB_ALIAS, verbosity=1, **kwargs) -> None:
+    """post_migrate: fold the facts of the runs lacking them (or behind) once `migrate` has applied
+    migrations forward and left none unapplied. Not a data migration: the fold reads today's models,
+    which match the schema only once every migration has run. A flush (no plan), a migration back or
+    to a state short of the latest leaves the facts as they are."""
+    if not plan or any(backwards for _migration, backwards in plan) or using != DEFAULT_DB_ALIAS:
+        return
+    executor = MigrationExecutor(connections[using])
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        return
+    count = catch_up()
+    if count and verbosity:
+        print(f"  Folded the runs list's facts of {count} run(s) that had none or were behind.")

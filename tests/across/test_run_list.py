@@ -213,3 +213,19 @@ def test_refresh_facts_folds_the_runs_stored_before_the_table():
         assert getattr(got, field) == getattr(want, field), field
     call_command("refresh_facts", "--all", stdout=out)
     assert "refreshed the facts of 1 run(s)" in out.getvalue().splitlines()[-1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrating_a_database_from_before_run_facts_folds_them_without_a_command():
+    from django.core.management import call_command
+
+    run, _ = import_stream(STREAMS / "pages_run.ndjson", "older")
+    fields = ("search", "languages", "divergences", "refusals", "refusals_by_agent", "peak_context", "agents",
+              "total_tokens", "cost", "duration_seconds", "failed_calls", "seq")
+    want = RunFacts.objects.filter(run=run).values(*fields).get()
+    call_command("migrate", "runs", "0004", verbosity=0)  # the schema before RunFacts (0005)
+    call_command("migrate", "runs", "0005", verbosity=0)  # short of the latest: nothing folded yet
+    assert not RunFacts.objects.exists()
+    call_command("migrate", verbosity=0)
+    assert RunFacts.objects.filter(run=run).values(*fields).get() == want
+    assert not run_facts.behind().exists()
