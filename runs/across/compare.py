@@ -100,6 +100,7 @@ def agent_figures(doc: dict, usage: dict, peak) -> dict:
         "failuresByClass": _failures(doc["apiFailures"], doc["toolFailures"]),
         "tokens": {c: (usage.get("tokens") or {}).get(c) for c in TOKEN_CLASSES},
         "cost": (usage.get("cost") or {}).get("comparable"),
+        "durationSeconds": doc["durationSeconds"],
         "peakContext": peak,
     }
 

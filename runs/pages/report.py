@@ -73,6 +73,7 @@ def build_report(run: Run) -> dict:
     refused = {r["agent"].agent_id: r for r in refusals["agents"]}
     latency = calls.run_latency(run)
     throughput = calls.generated_throughput(run)
+    durations = run_selectors.agent_durations(run)
 
     def agent_doc(row) -> dict:
         a = row.agent
@@ -98,6 +99,7 @@ def build_report(run: Run) -> dict:
             "errorTurns": a.error_turn_count,
             "errorTurnsByKind": a.error_turns,
             "errorTurnsByType": error_types_flat(a.error_types),
+            "durationSeconds": durations.get(a.agent_id),
             "suspendedSeconds": a.suspended.total_seconds(),
             "blockedSince": _iso(a.blocked_since),
             "contextBands": a.context_bands,

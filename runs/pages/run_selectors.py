@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
+from django.db.models import Max, Min
 from django.utils import timezone
 
 from runs.models import Event, Run
@@ -75,6 +76,21 @@ def stale_before():
     """A running run whose last record (or, with none, its creation) is older than this is stale:
     settings.RUN_STALE_SECONDS without a record (the header, the runs list and its filter alike)."""
     return timezone.now() - timedelta(seconds=settings.RUN_STALE_SECONDS)
+
+
+def agent_durations(run: Run) -> dict:
+    """{agent id: seconds from the agent's first record's stamp to its last's} (two queries whatever
+    the run's size: each agent's first and last seq off the (run, agent_id, seq) index, then those
+    records' stamps); None for an agent whose first or last record carries no stamp."""
+    spans = list(Event.objects.filter(run=run).order_by().values("agent_id")
+                 .annotate(first=Min("seq"), last=Max("seq")).values_list("agent_id", "first", "last"))
+    stamps = dict(Event.objects.filter(run=run, seq__in={s for _a, *seqs in spans for s in seqs})
+                  .values_list("seq", "timestamp"))
+    out = {}
+    for agent_id, first, last in spans:
+        start, end = parse_timestamp(stamps.get(first) or ""), parse_timestamp(stamps.get(last) or "")
+        out[agent_id] = max((end - start).total_seconds(), 0.0) if start and end else None
+    return out
 
 
 def run_liveness(run: Run, last_received=None) -> dict:

@@ -2,6 +2,7 @@
 names exactly that change, and every delta is the difference of the two reports."""
 
 import json
+from datetime import datetime
 
 import pytest
 from django.core.management import call_command
@@ -87,6 +88,7 @@ def test_every_delta_is_the_difference_of_the_two_reports(viewer_client, launche
         figures = {(r["figure"], r["key"]): r for r in pair["figures"]}
         for figure in ("turns", "errorTurns", "calls"):
             assert figures[(figure, "")]["delta"] == y[figure] - x[figure]
+        assert figures[("durationSeconds", "")]["delta"] == _delta(x["durationSeconds"], y["durationSeconds"])
         # Every offered entry keeps its figure, zeros included (the seeds' join).
         offered = {fn["operation"]: fn["calls"] for api in x["surface"]["apis"] for fn in api["functions"]}
         offered.update({t["name"]: t["calls"] for t in x["surface"]["tools"]})
@@ -173,3 +175,43 @@ def test_each_pair_links_to_its_own_agent_comparison(viewer_client):
     result = viewer_client.get(reverse("runs:api_compare") + links[0]).json()
     assert result["kind"] == "agents" and result["agentA"]["agentId"] == result["agentB"]["agentId"]
     assert all(r["delta"] in (0, None) for r in result["figures"])  # the same stream twice
+
+
+def _spans(lines) -> dict:
+    """{agentId: seconds from its first record's stamp to its last's}, read off the stream itself."""
+    stamps = {}
+    for line in lines:
+        rec = json.loads(line)
+        stamps.setdefault(rec["agentId"], []).append(datetime.fromisoformat(rec["timestamp"][:26] + "+00:00"))
+    return {agent: (ts[-1] - ts[0]).total_seconds() for agent, ts in stamps.items()}
+
+
+@pytest.fixture
+def longer_and_shorter(tmp_path):
+    """The multi-agent stream whole (a) and cut after its first 200 records (b): the same agents,
+    each running for less time in b."""
+    lines = (STREAMS / "multi_agent.ndjson").read_text().splitlines()
+    cut = tmp_path / "shorter.ndjson"
+    cut.write_text("\n".join(lines[:200]) + "\n")
+    (a, _), (b, _) = import_stream(STREAMS / "multi_agent.ndjson", "longer"), import_stream(cut, "shorter")
+    return (a, lines), (b, lines[:200])
+
+
+def test_each_pair_and_the_total_compare_duration_as_the_two_reports_differ(viewer_client, longer_and_shorter):
+    (a, lines_a), (b, lines_b) = longer_and_shorter
+    ra, rb = build_report(a), build_report(b)
+    for report, lines in ((ra, lines_a), (rb, lines_b)):  # an agent's duration: its first stamp to its last
+        assert {d["agentId"]: d["durationSeconds"] for d in report["agents"]} == pytest.approx(_spans(lines), abs=1e-5)
+    result = viewer_client.get(reverse("runs:api_compare"), {"a": a.pk, "b": b.pk}).json()
+    docs_a, docs_b = ({d["agentId"]: d for d in r["agents"]} for r in (ra, rb))
+    assert len(result["pairs"]) >= 3
+    for pair in result["pairs"]:
+        row = {(r["figure"], r["key"]): r for r in pair["figures"]}[("durationSeconds", "")]
+        x, y = docs_a[pair["a"]["agentId"]]["durationSeconds"], docs_b[pair["b"]["agentId"]]["durationSeconds"]
+        assert (row["a"], row["b"], row["delta"]) == (x, y, y - x)
+    assert any(r["delta"] < 0 for p in result["pairs"] for r in p["figures"] if r["figure"] == "durationSeconds")
+    total = {(r["figure"], r["key"]): r for r in result["total"]}[("durationSeconds", "")]
+    assert total["delta"] == rb["run"]["durationSeconds"] - ra["run"]["durationSeconds"] < 0
+    # and on the page: a duration row in the total and in every pair
+    html = viewer_client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk}).content.decode()
+    assert len([f for f, _ in rows(html, "data-figure") if f == "durationSeconds"]) == 1 + len(result["pairs"])
