@@ -194,7 +194,7 @@ def _agent_ref(run: Run, agent: dict) -> dict:
     doc = agent["doc"]
     return {"runId": run.pk, "run": run.name, "agentId": doc["agentId"], "profileId": doc["profileId"],
             "role": doc["role"], "programLanguage": doc["programLanguage"], "docViewTypes": doc["docViewTypes"],
-            "executionMode": doc["executionMode"], "modelId": doc["modelId"]}
+            "executionMode": doc["executionMode"], "modelId": doc["modelId"], "turns": doc["turns"]}
 
 
 def _run_ref(run: Run) -> dict:

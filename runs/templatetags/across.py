@@ -56,6 +56,19 @@ def rate(value):
     return f"{value * 100:.1f}%"
 
 
+TURNS_LINKED = 12  # an agent's turn links on a comparison: all of them up to this, else its first and last
+
+
+@register.filter
+def turn_numbers(turns):
+    """An agent's turns 1..n as links to show: every one up to TURNS_LINKED, else the first ten, None
+    (an ellipsis) and the last two."""
+    n = turns if isinstance(turns, int) and not isinstance(turns, bool) and turns > 0 else 0
+    if n <= TURNS_LINKED:
+        return list(range(1, n + 1))
+    return [*range(1, TURNS_LINKED - 1), None, n - 1, n]
+
+
 @register.filter
 def number(value):
     """A figure of the analysis: a count or a mean; None -> "—"."""

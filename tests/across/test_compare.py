@@ -215,3 +215,26 @@ def test_each_pair_and_the_total_compare_duration_as_the_two_reports_differ(view
     # and on the page: a duration row in the total and in every pair
     html = viewer_client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk}).content.decode()
     assert len([f for f, _ in rows(html, "data-figure") if f == "durationSeconds"]) == 1 + len(result["pairs"])
+
+
+def test_each_side_links_to_its_agents_turn_pages(viewer_client, longer_and_shorter):
+    (a, _), (b, _) = longer_and_shorter
+    html = viewer_client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk}).content.decode()
+    for run in (a, b):
+        for agent in run.agents.filter(turns__gt=0):
+            assert reverse("runs:turn", args=[run.pk, agent.agent_id, 1]) in html, agent.agent_id
+            assert reverse("runs:turn", args=[run.pk, agent.agent_id, agent.turns]) in html, agent.agent_id
+            assert viewer_client.get(reverse("runs:turn", args=[run.pk, agent.agent_id, agent.turns])).status_code == 200
+    # two agents side by side link their turns the same way
+    root = a.agents.get(agent_id="root")
+    html = viewer_client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk, "agent_a": "root",
+                                                      "agent_b": "root"}).content.decode()
+    assert reverse("runs:turn", args=[a.pk, "root", root.turns]) in html
+
+
+def test_turn_links_show_every_turn_up_to_twelve_then_the_first_ten_and_last_two():
+    from runs.templatetags.across import turn_numbers
+
+    assert turn_numbers(0) == [] and turn_numbers(None) == [] and turn_numbers(3) == [1, 2, 3]
+    assert turn_numbers(12) == list(range(1, 13))
+    assert turn_numbers(900) == [*range(1, 11), None, 899, 900]
