@@ -1,9 +1,12 @@
 """Helpers for the launch tests: submit a rendered form the way a browser would, wait for a run."""
 
+import io
 import time
+import zipfile
 from html.parser import HTMLParser
 
 from django.db import OperationalError
+from django.http import QueryDict
 
 
 class _FormFields(HTMLParser):
@@ -89,3 +92,22 @@ def _until_threads_idle(deadline):
 
     while dispatch._threads.busy() and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+def querydict(fields) -> QueryDict:
+    """A POST's QueryDict from {name: [values]} (what form_fields reads off a page)."""
+    data = QueryDict(mutable=True)
+    for name, values in fields.items():
+        data.setlist(name, values)
+    return data
+
+
+def zip_upload(name: str, members: dict) -> io.BytesIO:
+    """An uploaded zip called `name` holding {path: text}, ready to post as a file."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path, text in members.items():
+            archive.writestr(path, text)
+    buffer.seek(0)
+    buffer.name = name
+    return buffer

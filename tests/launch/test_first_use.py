@@ -11,7 +11,7 @@ from runs.launch.forms import LaunchForm
 from runs.launch.starter import dry_run, starter_script
 from runs.models import Run
 from surfaces.catalogue import BY_ID, TOOLS_BY_NAME
-from tests.launch_helpers import form_fields, wait_for_end
+from tests.launch_helpers import form_fields, querydict, wait_for_end
 
 NEW = reverse("runs:new")
 
@@ -64,17 +64,8 @@ def _redraw(client, fields, action):
 
 
 def _validate(client, fields):
-    form = LaunchForm.from_post(_querydict(fields))
+    form = LaunchForm.from_post(querydict(fields))
     return form.validate(), form
-
-
-def _querydict(fields):
-    from django.http import QueryDict
-
-    q = QueryDict(mutable=True)
-    for key, values in fields.items():
-        q.setlist(key, values)
-    return q
 
 
 @pytest.mark.django_db

@@ -11,7 +11,7 @@ from runs.launch import dispatch, services
 from runs.engine.validation import validate_spec
 from runs.launch.forms import LaunchForm
 from runs.models import Event, Run, SavedConfiguration
-from tests.launch_helpers import form_fields, wait_for_end
+from tests.launch_helpers import form_fields, querydict, wait_for_end, zip_upload
 
 
 @pytest.fixture(autouse=True)
@@ -119,14 +119,7 @@ def test_launch_runs_on_the_worker_thread_and_lands_on_the_live_page(operator_cl
 
 @pytest.mark.django_db(transaction=True)
 def test_launch_with_a_zip_workspace(operator_client, settings):
-    import io
-    import zipfile
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("docs/plan.md", "the plan\n")
-    buffer.seek(0)
-    buffer.name = "ws.zip"
+    buffer = zip_upload("ws.zip", {"docs/plan.md": "the plan\n"})
     fields = demo_form(operator_client, "review")
     response = operator_client.post(reverse("runs:new"), {**fields, "workspace_zip": buffer})
     assert response.status_code == 302
@@ -138,14 +131,7 @@ def test_launch_with_a_zip_workspace(operator_client, settings):
 
 @pytest.mark.django_db
 def test_a_refused_zip_is_named_with_the_other_problems_and_nothing_is_created(operator_client, settings):
-    import io
-    import zipfile
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("../escape.txt", "x")
-    buffer.seek(0)
-    buffer.name = "bad.zip"
+    buffer = zip_upload("bad.zip", {"../escape.txt": "x"})
     fields = demo_form(operator_client, "review")
     fields["task"] = [""]
     response = operator_client.post(reverse("runs:new"), {**fields, "workspace_zip": buffer})
@@ -293,7 +279,7 @@ def test_rerun_of_an_imported_run_reads_its_gg_capability_set(operator_client):
     assert fields["agents.0.allowlist"] == ["files.read_file"]
     assert fields["agents.0.subagents.0.agent"] == ["lead"]
     assert fields["limits.maxParallel"] == ["2"]
-    form = LaunchForm.from_post(_querydict({**fields, "task": ["again"]}))
+    form = LaunchForm.from_post(querydict({**fields, "task": ["again"]}))
     assert form.validate() is not None, form.errors
 
 
@@ -314,14 +300,14 @@ def test_rerun_carries_the_fields_the_form_has_no_inputs_for(operator_client):
     run = Run.objects.create(name="carried", source=Run.Source.ENGINE, launch_spec=original)
     fields = form_fields(operator_client.get(reverse("runs:rerun", args=[run.pk])).content)
     assert json.loads(fields["agents.0.extra"][0])["openingTurn"] == profile["openingTurn"]
-    form = LaunchForm.from_post(_querydict(fields))
+    form = LaunchForm.from_post(querydict(fields))
     assert form.validate() is not None, form.errors
     assert form.spec == original
 
     # Edited in the form: a field with its own input is refused there, named with the other problems.
     fields["agents.0.extra"] = [json.dumps({"slug": "x", "customInstructions": "Be terse."})]
     fields["limits.extra"] = ["[1]"]
-    form = LaunchForm.from_post(_querydict(fields))
+    form = LaunchForm.from_post(querydict(fields))
     assert form.validate() is None
     assert form.errors_for("agents.0.extra") == ["'slug' has its own input; it is not written here"]
     assert form.errors_for("limits.extra") == ["a JSON object of further fields"]
@@ -401,15 +387,6 @@ def test_sweep_marks_engine_runs_left_live_interrupted_and_keeps_their_events():
     statuses = dict(Run.objects.values_list("name", "status"))
     assert statuses == {"running": "interrupted", "queued": "interrupted", "pushed": "running", "done": "completed"}
     assert running.events.count() == 1 and queued.pk and pushed.pk and done.pk
-
-
-def _querydict(fields):
-    from django.http import QueryDict
-
-    data = QueryDict(mutable=True)
-    for name, values in fields.items():
-        data.setlist(name, values)
-    return data
 
 
 @pytest.mark.django_db
