@@ -1,10 +1,14 @@
-"""Helpers for the run-page tests: load an authored stream, read a page's rows."""
+"""Helpers for the run-page tests: load an authored stream (or the inspection one), fetch a page,
+read a page's rows."""
 
 import re
 from html.parser import HTMLParser
 
 from runs.ingest import writer as ingest
+from django.urls import reverse
+
 from runs.models import Run
+from tests.inspect_stream import inspect_stream
 from tests.paths import STREAMS
 
 
@@ -44,6 +48,21 @@ class _Rows(HTMLParser):
         for _tag, i in self.stack:
             if i is not None:
                 self.rows[i][1] += data
+
+
+def get(client, name, *args) -> str:
+    """The page ``runs:<name>`` for `args`, as text, asserting it answered 200."""
+    response = client.get(reverse(f"runs:{name}", args=args))
+    assert response.status_code == 200, response.content[:500]
+    return response.content.decode()
+
+
+def authored(name="inspect") -> Run:
+    """A run holding the inspection stream (tests/inspect_stream.py)."""
+    run = Run.objects.create(name=name)
+    assert ingest.append(run, inspect_stream()).stored == len(inspect_stream())
+    run.refresh_from_db()
+    return run
 
 
 def rows(html: bytes | str, attr: str) -> list[tuple[str, str]]:

@@ -148,6 +148,24 @@ def test_no_runs_module_at_the_top_level_but_the_apps_own_and_access():
     assert top - TOP_LEVEL_ALLOWED == set()
 
 
+def test_each_tab_routed_in_urls_has_its_test_beside_its_name():
+    """urls.py names the tab's module (runs/pages/<tab>.py: its view, its reads, the template it
+    renders); its test is tests/pages/test_<tab>.py: two hops from urls.py, neither of them a search."""
+    tree = ast.parse((REPO / "runs" / "urls.py").read_text())
+    tabs = {a.name for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "runs.pages"
+            for a in node.names}
+    assert {"overview", "agents", "stores", "divergences", "refusals", "arms"} <= tabs
+    missing = sorted(t for t in tabs if not (REPO / "tests" / "pages" / f"test_{t}.py").exists())
+    assert missing == []
+    # and the templates each renders, named in its render() calls, are where they say
+    rendered = {(t, node.args[1].value) for t in tabs
+                for node in ast.walk(ast.parse((REPO / "runs" / "pages" / f"{t}.py").read_text()))
+                if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "render" and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)}
+    assert len(rendered) >= len(tabs) - 1  # the report renders none: it answers JSON
+    assert sorted((t, name) for t, name in rendered if not (REPO / "templates" / name).exists()) == []
+
+
 def test_no_production_module_is_over_about_400_lines():
     long = {str(p.relative_to(REPO)): n for p in project_modules().values()
             if (n := len(p.read_text().splitlines())) > MAX_LINES}

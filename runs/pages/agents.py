@@ -1,6 +1,6 @@
 """The Agents tab (templates/runs/agents.html) and one agent's page (templates/runs/agent.html):
 the forest of incarnations, and an agent's surface joined to its counts, its roster, its latest
-programs and its per-turn context chart. Tests: tests/pages/test_pages.py.
+programs and its per-turn context chart. Tests: tests/pages/test_agents.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Arms tab (templates/runs/arms.html): the within-run comparison of arms (seeds/000
-"Per-agent arm fields"), read off the projections alone. Tests: tests/pages/test_pages.py.
+"Per-agent arm fields"), read off the projections alone. Tests: tests/pages/test_arms.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A run's Overview tab (templates/runs/run_detail.html): the clocks, the declared profiles and the
-rejected lines. Tests: tests/pages/test_pages.py, tests/ingest/test_ingest_pages.py. (The runs list
+rejected lines. Tests: tests/pages/test_overview.py, tests/ingest/test_ingest_pages.py. (The runs list
 is runs.across.)
 """
 

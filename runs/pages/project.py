@@ -3,7 +3,7 @@ snapshot tells it — epics, and under each its issues as `id: title` with one s
 or `blocked` while a blocker is not done), retries, the brief (in scope / out of scope / criteria)
 and the assigned agent — and one review round per `issue_review` `requested` (who asked for which
 changes, who approved), closed by the next verdict (spec/stream.md §4.29, §7.5).
-Tests: tests/pages/test_pages_fidelity.py.
+Tests: tests/pages/test_project.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Refusals tab (templates/runs/refusals.html): calls refused before they ran, per agent and
-turn (design.md "Refusal roster"). Tests: tests/pages/test_pages.py, tests/pages/test_report.py.
+turn (design.md "Refusal roster"). Tests: tests/pages/test_refusals.py, tests/pages/test_report.py.
 """
 
 from __future__ import annotations

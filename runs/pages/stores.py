@@ -1,6 +1,6 @@
 """The Stores tab (templates/runs/stores.html): one entry per module store with its holders, its
 lifetime across successions, its sharing and what it costs each holder. Tests:
-tests/pages/test_pages.py.
+tests/pages/test_stores.py.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ from runs.ingest import writer as ingest
 from runs.models import Run
 from runs.pages.common import run_agents, run_holdings
 from runs.pages.divergences import divergence_count, run_divergences
+from tests.pages_helpers import get, load, rows
+from tests.paths import GG_FIXTURES
 
 pytestmark = pytest.mark.django_db
 
@@ -121,3 +123,24 @@ def test_a_described_profile_that_does_not_declare_memories_has_nothing_to_diver
     bare = {"slug": "plain", "name": "Plain", "capabilities": [{"id": "shell", "enabled": True, "params": {}}]}
     records = spawn("root", "plain", [memories("memories-0", "created", "inherited")])
     assert divergences(records, {"agents": [bare]}) == []
+
+
+def test_divergences_page_and_badge(viewer_client, run):
+    html = get(viewer_client, "divergences", run.pk)
+    found = rows(html, "data-divergence")
+    assert sorted(k for k, _ in found) == ["carried_swapped", "inherited_fell_back", "isolated_reached_several",
+                                           "shared_split"]
+    text = dict(found)
+    assert "scope: inherited → origin: created (memories-1)" in text["inherited_fell_back"]
+    assert "carried memories-2 → holds memories-3" in text["carried_swapped"]
+    assert 'id="divergence-badge"' in html and ">4</span>" in html
+    assert 'id="divergence-badge"' in get(viewer_client, "agents", run.pk)  # the badge rides on every tab
+
+
+def test_a_run_without_rosters_shows_no_divergence(viewer_client):
+    legacy = load("legacy", "legacy.ndjson")
+    mock = Run.objects.create(name="mock")
+    ingest.append_lines(mock, (GG_FIXTURES / "real-mock-session.ndjson").read_bytes().splitlines())
+    html = get(viewer_client, "divergences", mock.pk)
+    assert 'id="no-rosters"' in html and 'id="divergence-badge"' not in html
+    assert 'data-divergence=' not in get(viewer_client, "divergences", legacy.pk)

@@ -1,0 +1,130 @@
+"""The Agents tab and an agent's own page (runs/pages/agents.py): the roster as a forest, the
+surface joined at the operation, holdings, failures, programs and context."""
+
+import pytest
+from django.urls import reverse
+
+from runs.ingest import writer as ingest
+from runs.models import Run
+from tests.paths import GG_FIXTURES
+from tests.pages_helpers import get, load, rows
+
+pytestmark = pytest.mark.django_db
+
+
+def test_roster_is_the_forest_with_successions_and_forks_tagged(viewer_client, run):
+    html = get(viewer_client, "agents", run.pk)
+    roster = rows(html, "data-agent")
+    assert [agent for agent, _ in roster] == ["root", "helper-1", "root.f1", "writer-a", "writer-b", "writer-c", "AUTH-1.0r"]
+    assert 'data-agent="helper-1" data-level="1"' in html
+    assert 'data-agent="root.f1" data-level="1"' in html
+    assert 'data-agent="writer-b" data-level="1"' in html  # chained after writer-a, at its level
+    assert 'data-agent="AUTH-1.0r" data-level="0"' in html  # board agent: top level
+    text = dict(roster)
+    assert "↳ fork" in text["root.f1"]
+    assert "⇢ exec" in text["writer-b"]
+    assert "⇢ fsm · verify" in text["writer-c"]
+    # profile, model, mode, language, docViewTypes, role, status, turns, calls, error turns, failed calls, suspended
+    assert text["root"].split() == ["root", "root", "vendor/big", "responses_as_code", "python", "return+errors",
+                                    "standard", "done", "2", "9", "1", "4", "0.0s"]
+    assert text["AUTH-1.0r"].split() == ["AUTH-1.0r", "reviewer", "vendor/small", "tool_calling", "—", "—",
+                                         "review", "done", "1", "4", "0", "1", "0.0s"]
+
+
+def test_suspended_time_on_the_roster_and_the_agent_page(viewer_client):
+    multi = load("multi", "multi_agent.ndjson")
+    roster = dict(rows(get(viewer_client, "agents", multi.pk), "data-agent"))
+    # root was blocked on its subagents from 10:00:06.850 to 10:00:23.427
+    assert roster["root"].split()[-1] == "16s" and roster["agent-0"].split()[-1] == "0.0s"
+    html = get(viewer_client, "agent", multi.pk, "root")
+    assert dict(rows(html, "id"))["suspended"] == "16s suspended (blocked)"
+
+
+def test_code_agent_surface_counts_join_at_the_operation(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "root")
+    modules = [m for m, _ in rows(html, "data-module")]
+    assert modules == ["files", "memories", "docs", "views", "delegation", "session"]
+    functions = rows(html, "data-operation")
+    figures = [text for _, text in functions]
+    assert "2× gg.files.read_file files.read_file" in figures
+    assert "0× gg.files.write_file files.write_file" in figures  # offered, 0 calls: a measurement
+    # two spellings of one operation carry the same figure
+    assert "1× gg.memories.read_memory memories.read_memory" in figures
+    assert "1× gg.memories.MemoryHit.read memories.read_memory" in figures
+    assert "0× gg.session.finish session.finish" in figures  # ending calls have figures too
+    assert 'class="zero" data-operation="files.write_file"' in html
+    # what it called without being offered (refused calls), spelled by the rule: the operation id
+    unoffered = html[html.index('id="unoffered-calls"'):html.index('id="not-offered"')]
+    assert ">1×</td><td><code>board.create_issue</code>" in unoffered
+    assert ">2×</td><td><code>shell.shell</code>" in unoffered
+
+
+def test_agent_page_lists_reference_entries_not_offered(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "root")
+    section = html[html.index('id="not-offered"'):].replace("<wbr>", "")  # wraps between parts only
+    assert "40 operations" in section[:300]
+    assert "gg.files.edit_file" in section and "gg.shell.shell" in section
+    assert "gg.files.read_file" not in section  # offered, so not listed
+    fork = get(viewer_client, "agent", run.pk, "root.f1").replace("<wbr>", "")
+    assert "gg::files::edit_file" in fork  # the rust arm's spelling
+
+
+def test_tool_agent_surface_in_offered_order_with_endings(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "AUTH-1.0r")
+    tools = rows(html, "data-tool")
+    assert [t for t, _ in tools] == ["read_file", "shell", "wait_for_issue", "approve", "request_changes"]
+    assert [text for _, text in tools] == ["2× read_file", "1× shell", "0× wait_for_issue", "1× approve ending",
+                                           "0× request_changes ending"]
+    assert "io-error" in html[html.index('id="tool-failures"'):][:300]
+    assert 'id="api-failures"' not in html  # tools and APIs are never mixed
+    assert "create_issue" in html[html.index('id="not-offered"'):]
+
+
+def test_agent_page_holdings_failures_programs_and_context(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "root")
+    holdings = dict(rows(html, "data-kind"))
+    assert holdings["memories"] == "memories memories-0 yes created yes isolated —"  # ownership unreported
+    assert holdings["archive"] == "archive — off created yes — —"  # disabled kinds are rows too
+    assert rows(html, "data-error-kind") == [("program_fault", "program_fault 1× program_unknown_name 1×")]
+    api = html[html.index('id="api-failures"'):][:400]
+    assert "unavailable</code> <b>3×" in api and "not-found</code> <b>1×" in api
+    programs = html[html.index('id="programs"'):]
+    assert programs.count('class="program ok"') == 1 and programs.count('class="program failed"') == 1
+    assert "ApiError: `gg.shell.shell` is not available" in programs
+    # hostile program output is escaped
+    assert "&lt;img src=x onerror=alert(1)&gt;" in programs and "<img src=x" not in html
+    bars = rows(html, "data-turn")
+    assert [turn for turn, _ in bars] == ["1", "2"]
+    assert 'data-band="docs_view"' in html and 'data-band="history"' in html
+
+
+def test_an_agent_without_a_surface_has_calls_but_nothing_called_unoffered(viewer_client):
+    # the real recorded stream has no agent_surface: its write_file call is a call, not an
+    # "unoffered" one (absent is not empty)
+    mock = Run.objects.create(name="mock")
+    ingest.append_lines(mock, (GG_FIXTURES / "real-mock-session.ndjson").read_bytes().splitlines())
+    html = get(viewer_client, "agent", mock.pk, "root")
+    assert 'id="unoffered-calls"' not in html and 'id="not-offered"' not in html
+    assert ">1×</td><td><code>write_file</code>" in html[html.index('id="unjoined-calls"'):]
+
+
+def test_an_older_code_surface_of_tool_names_shows_them_with_what_it_withheld(viewer_client):
+    # mid-era: a responses_as_code surface listing tool names (no apis) and `withheld`; what it was
+    # not offered is read against the tools it lists, not against every operation
+    legacy = load("legacy", "legacy.ndjson")
+    html = get(viewer_client, "agent", legacy.pk, "root")
+    assert [key for key, _ in rows(html, "data-tool")] == ["read_file", "write_file", "finish"]
+    assert "<code>shell</code>" in html[html.index('id="withheld"'):html.index("</p>", html.index('id="withheld"'))]
+    not_offered = html[html.index('id="not-offered"'):]
+    assert "tools</summary>" in not_offered and "<li><code>shell</code>" in not_offered
+    assert "<li><code>read_file</code>" not in not_offered
+
+
+def test_agent_page_for_an_unknown_agent_is_404(viewer_client, run):
+    response = viewer_client.get(reverse("runs:agent", args=[run.pk, "nobody"]))
+    assert response.status_code == 404
+
+
+def test_helper_brief_is_escaped(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "helper-1")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html

@@ -1,0 +1,22 @@
+"""The Arms tab (runs/pages/arms.py): arms side by side."""
+
+import pytest
+
+from tests.pages_helpers import get, rows
+
+pytestmark = pytest.mark.django_db
+
+
+def test_arms_side_by_side(viewer_client, run):
+    html = get(viewer_client, "arms", run.pk)
+    arms = [a for a, _ in rows(html, "data-arm")]
+    assert arms == ["java|none", "python|return+errors", "rust|return+parameters+errors", "typescript|return+errors", "|"]
+    figures = dict(rows(html, "data-row"))
+    assert figures["turns"] == "Turns 3 2 1 1 1"
+    assert figures["error_turns"] == "Error turns 0 1 0 0 0"
+    assert figures["calls"] == "Calls 3 9 1 4 4"
+    assert figures["docs_view"] == "docs_view tokens 0 1.1k 900 200 0"
+    assert figures["search_results"] == "search_results tokens 0 150 300 80 0"
+    ops = dict(rows(html, "data-operation"))
+    assert ops["files.read_file"] == "files.read_file 0 2 1 2 0"
+    assert ops["read_file"] == "read_file 0 0 0 0 2"

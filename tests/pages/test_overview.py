@@ -1,0 +1,48 @@
+"""The Overview tab (runs/pages/overview.py): the capability set, limits, clocks and error turns."""
+
+import pytest
+
+from runs.ingest import writer as ingest
+from runs.models import Run
+from tests.pages_helpers import get, load, rows
+
+pytestmark = pytest.mark.django_db
+
+
+def test_overview_shows_the_capability_set_and_limits(viewer_client, run):
+    html = get(viewer_client, "detail", run.pk)
+    assert "<code>maxTurns</code> 40" in html[html.index('id="limits"'):]
+    capability_set = html[html.index('id="capability-set"'):]
+    assert "4 profiles" in capability_set[:300]
+    assert "&quot;scope&quot;: &quot;inherited&quot;" in capability_set  # the declared values, as JSON text
+
+
+def test_overview_clocks_runtime_waiting_and_agents_by_status(viewer_client):
+    multi = load("multi", "multi_agent.ndjson")
+    html = get(viewer_client, "detail", multi.pk)
+    clocks = html[html.index('id="clocks"'):html.index("</section>", html.index('id="clocks"'))]
+    assert 'id="clock-runtime">33s<' in clocks and 'id="clock-waiting">16s<' in clocks  # root blocked 16.577 s
+    assert [r for r in rows(clocks, "class") if r[0].startswith("status ")] == [
+        ("status status-done", "done"), ("status status-failed", "failed")]
+    assert "</span> 6</li>" in clocks and "</span> 1</li>" in clocks
+    # a live run: the declared runtime ceiling beside the runtime, and who is blocked right now
+    live = Run.objects.create(name="live")
+    ingest.append(live, [
+        {"type": "session_started", "timestamp": "2026-01-01T00:00:00Z",
+         "capabilitySet": {"agents": [{"slug": "lead"}], "limits": {"maxRuntimeSecs": 600}}},
+        {"type": "agent_spawned", "agentId": "root", "profileId": "lead", "timestamp": "2026-01-01T00:00:01Z"},
+        {"type": "agent_status", "agentId": "root", "status": "blocked", "timestamp": "2026-01-01T00:00:02Z"},
+    ])
+    html = get(viewer_client, "detail", live.pk)
+    clocks = html[html.index('id="clocks"'):html.index("</section>", html.index('id="clocks"'))]
+    assert "of 10m 00s allowed" in clocks and "1 blocked now" in clocks
+
+
+def test_overview_error_turns_by_kind_with_types_beneath(viewer_client, run):
+    html = get(viewer_client, "detail", run.pk)
+    assert rows(html, "data-error-kind") == [("program_fault", "program_fault 1× program_unknown_name 1×")]
+    multi = load("multi", "multi_agent.ndjson")
+    html = get(viewer_client, "detail", multi.pk)
+    assert rows(html, "data-error-kind") == [("program_fault", "program_fault 2× program_throw 2×"),
+                                             ("model_api", "model_api 1× model_length_capped 1×"),
+                                             ("transpile", "transpile 1× transpile_syntax 1×")]

@@ -1,0 +1,67 @@
+"""The Stores tab (runs/pages/stores.py): one row per store, its holders, lifetime and contents."""
+
+import pytest
+
+from runs.ingest import writer as ingest
+from runs.models import Run
+from tests.paths import STREAMS
+from tests.pages_helpers import get, load, rows
+
+pytestmark = pytest.mark.django_db
+
+
+def test_stores_one_row_per_store_with_holders_lifetime_and_contents(viewer_client, run):
+    html = get(viewer_client, "stores", run.pk)
+    stores = [s for s, _ in rows(html, "data-store")]
+    assert stores == ["history-0", "history-1", "history-2", "history-3", "history-4", "memories-0", "memories-1",
+                      "memories-2", "memories-3", "tasks-0", "tasks-1", "board-0", "skills-0", "archive-0"]
+    text = dict(rows(html, "data-store"))
+    assert "2 holders" in text["memories-0"] and "3 holders" in text["board-0"]
+    assert "root forked" not in text["memories-0"]
+    holders = [h for h, _ in rows(html[html.index('id="store-board-0"'):], "data-holder")][:3]
+    assert holders == ["root", "root.f1", "AUTH-1.0r"]
+    # lifetime: created, then the successions
+    m2 = html[html.index('id="store-memories-2"'):html.index('id="store-memories-3"')]
+    assert [e for e, _ in rows(m2, "data-event")] == ["created", "swapped"]
+    assert "memories-3" in dict(rows(m2, "data-event"))["swapped"]
+    h3 = html[html.index('id="store-history-3"'):html.index('id="store-history-4"')]
+    assert [e for e, _ in rows(h3, "data-event")] == ["created", "carried", "carried"]
+    # contents once, under the store
+    assert "What to write next" in m2 and html.count("What to write next") == 1
+    assert "Port the parser" in text["tasks-1"]
+    assert "csv-tools unread" in text["skills-0"]
+    assert "Login form &lt;em&gt;" in html  # board issue title, escaped
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html  # archive preview, escaped
+
+
+def test_store_cost_per_holder_is_its_band_in_the_holders_latest_context(viewer_client, run):
+    html = get(viewer_client, "stores", run.pk)
+
+    def costs(store):
+        section = html[html.index(f'id="store-{store}"'):]
+        section = section[:section.index("</table>")]
+        return {agent: text.split()[-1] for agent, text in rows(section, "data-holder")}
+
+    assert costs("memories-0") == {"root": "40", "root.f1": "0"}  # root's latest memory band; the fork's is empty
+    assert costs("history-3") == {"writer-a": "890", "writer-b": "810", "writer-c": "700"}  # history: the whole window
+    assert costs("board-0") == {"root": "—", "root.f1": "—", "AUTH-1.0r": "—"}  # no band carries the board
+    # the only stores released: those swapped away under a successor, held by nobody any more
+    dropped = [chunk.split('"', 1)[0] for chunk in html.split('id="store-')[1:] if 'data-lifetime="dropped"' in chunk.split("</h3>", 1)[0]]
+    assert dropped == ["memories-2"] and 'data-lifetime="held"' not in html
+
+
+def test_a_store_is_dropped_only_when_every_holder_released_it(viewer_client):
+    multi = load("multi", "multi_agent.ndjson")
+    html = get(viewer_client, "stores", multi.pk)
+    # agent-1's exec dropped tasks-1, its only holder (the fork got a copy, tasks-2)
+    assert [(s, t) for s, t in rows(html, "data-lifetime")] == [("dropped", "dropped")]
+    assert 'data-lifetime="dropped"' in html[html.index('id="store-tasks-1"'):html.index('id="store-tasks-2"')]
+    # the same drop while the fork still links the store: released by one holder, held by the other
+    lines = (STREAMS / "multi_agent.ndjson").read_text().replace(
+        '{"kind":"tasks","disposition":"copied","fromModuleId":"tasks-1","toModuleId":"tasks-2"}',
+        '{"kind":"tasks","disposition":"linked","fromModuleId":"tasks-1","toModuleId":"tasks-1"}').replace(
+        '"moduleId":"tasks-2","enabled":true,"origin":"forked"', '"moduleId":"tasks-1","enabled":true,"origin":"forked"')
+    linked = Run.objects.create(name="linked")
+    ingest.append_lines(linked, lines.encode().splitlines())
+    html = get(viewer_client, "stores", linked.pk)
+    assert rows(html, "data-lifetime") == [("held", "held · released by 1 of 2")]
