@@ -1,8 +1,11 @@
 """Helpers for the engine tests: writing a spec (profiles, scripted replies, programs), running it
 on the built-in engine through the real ingest path, validating the emitted records against gg's
-telemetry schema, and reading them back (by type, inside a call's bracket)."""
+telemetry schema, and reading them back (by type, inside a call's bracket); a real local HTTP
+endpoint for the provider tests."""
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.gg_schema import validator
 
@@ -67,3 +70,23 @@ def bracket(records, agent, open_type, close_type, operation=None):
     start = next(i for i, r in enumerate(records) if matches(r, open_type))
     end = next(i for i, r in enumerate(records) if i > start and matches(r, close_type))
     return records[start + 1:end], records[end]
+
+
+class LocalPost:
+    """A real HTTP server on 127.0.0.1 handing every POST's handler to `answer`; `url` ends in `path`."""
+
+    def __init__(self, answer, path=""):
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                answer(self)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}{path}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

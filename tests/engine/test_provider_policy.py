@@ -2,14 +2,12 @@
 the operator allows; a provider's redirect is not followed and its error body is cut short."""
 
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-import threading
 
 import pytest
 
 from runs.engine.providers import OpenAIProvider, ProviderError, Request
 from runs.engine.validation import validate_spec
-from tests.engine_helpers import run_spec, tool_agent
+from tests.engine_helpers import LocalPost, run_spec, tool_agent
 
 
 def openai_spec(**provider):
@@ -65,55 +63,36 @@ def test_a_refused_key_variable_is_never_sent(tmp_path, monkeypatch):
     """`apiKeyEnv: HOME` at a local listener delivered `Bearer /root`; now the run never starts."""
     seen = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            seen.append(self.headers.get("Authorization"))
-            self.send_response(500)
-            self.end_headers()
+    def answer(handler):
+        seen.append(handler.headers.get("Authorization"))
+        handler.send_response(500)
+        handler.end_headers()
 
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    server = LocalPost(answer, "/v1")
     try:
-        run, records = run_spec(openai_spec(apiKeyEnv="HOME", baseUrl=f"http://127.0.0.1:{httpd.server_address[1]}/v1"),
-                                tmp_path)
+        run, records = run_spec(openai_spec(apiKeyEnv="HOME", baseUrl=server.url), tmp_path)
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        server.close()
     assert run.status == "error" and seen == []
     assert any("provider.apiKeyEnv" in r.get("message", "") for r in records)
 
 
-class Answering:
+class Answering(LocalPost):
     """A local endpoint giving one fixed status, headers and body to every POST."""
 
     def __init__(self, status, body=b"", headers=()):
-        self.hits = []
-        outer = self
+        self.hits, self.status, self.body, self.headers = [], status, body, headers
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                outer.hits.append(self.path)
-                self.rfile.read(int(self.headers["Content-Length"]))
-                self.send_response(status)
-                for name, value in headers:
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def _answer(self, handler):
+        self.hits.append(handler.path)
+        handler.rfile.read(int(handler.headers["Content-Length"]))
+        handler.send_response(self.status)
+        for name, value in self.headers:
+            handler.send_header(name, value)
+        handler.send_header("Content-Length", str(len(self.body)))
+        handler.end_headers()
+        handler.wfile.write(self.body)
 
 
 def test_a_redirect_is_not_followed():

@@ -1,43 +1,29 @@
 """The OpenAI-compatible provider against a real local HTTP server, and the scripted provider."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from runs.engine.providers import ProviderError, Request, ScriptedProvider
-from tests.engine_helpers import of_type, run_spec, schema_errors, tool_agent
+from tests.engine_helpers import LocalPost, of_type, run_spec, schema_errors, tool_agent
 
 
-class ChatServer:
+class ChatServer(LocalPost):
     """A chat-completions endpoint that answers with queued replies and records the requests."""
 
     def __init__(self, replies, status=200):
         self.replies, self.requests, self.status = list(replies), [], status
-        server = self
+        super().__init__(self._answer, "/v1")
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-                payload = json.dumps(server.replies.pop(0) if server.status == 200 else {"error": "no"}).encode()
-                self.send_response(server.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def _answer(self, handler):
+        body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+        self.requests.append({"path": handler.path, "auth": handler.headers.get("Authorization"), "body": body})
+        payload = json.dumps(self.replies.pop(0) if self.status == 200 else {"error": "no"}).encode()
+        handler.send_response(self.status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
 
 
 def completion(content=None, calls=()):
