@@ -279,6 +279,8 @@ feed_records = st.builds(
 )
 
 
+# The database: a bracket left open at the end of a window is read on in the log (feed.state.bridged_args).
+@pytest.mark.django_db
 @settings(max_examples=400, deadline=None)
 @given(records=st.lists(st.tuples(st.sampled_from(["root", "agent-1", "a\nb", '"<x>']), feed_records),
                         min_size=1, max_size=8))
