@@ -250,6 +250,26 @@ class Event(models.Model):
         return f"{self.run_id}#{self.seq} {self.type}"
 
 
+class RefusalRow(models.Model):
+    """What the Refusals roster reads of the log, kept by the fold: each failed api_result, and each
+    log line whose message mentions a refusal (gg's "refused before it ran" line or its suppressed
+    count). The roster and the runs list's refusal counts read this narrow table, never the log."""
+
+    FAILED, LINE = "failed", "line"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="refusal_rows")
+    seq = models.PositiveBigIntegerField()
+    kind = models.CharField(max_length=8)  # failed | line
+    agent_id = models.CharField(max_length=200, blank=True)
+    turn = models.PositiveIntegerField(null=True)
+    operation = models.CharField(max_length=200, blank=True)  # a failed result's
+    failure = models.CharField(max_length=64, blank=True)  # a failed result's
+    message = models.TextField(blank=True)  # a line's
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "kind", "seq"])]
+
+
 class RejectedLine(models.Model):
     RAW_LIMIT = 4096
 

@@ -1,12 +1,12 @@
 """RunFacts: the per-run row the runs list filters and sorts on and the analysis reads.
 
-Folded from the projections the write path already keeps (Run, Agent, Holding), plus the two
-figures only the log holds: refusals (the Refusals tab's selector, re-read only when a chunk brings a
-failed call or a log line) and each agent's peak context (kept incrementally from the chunk's
-context_breakdown records). `after_chunk` is the write path's one call, inside its transaction;
-`manage.py refresh_facts` folds the runs whose facts are missing or behind, and `migrate` does the
-same by itself once it has brought the schema up to date (`after_migrate`: a database from before
-this table, migration 0005, needs nothing run by hand).
+Folded from the projections the write path already keeps (Run, Agent, Holding, RefusalRow), plus
+each agent's peak context, which only the log holds (kept incrementally from the chunk's
+context_breakdown records). Refusals (the Refusals tab's selector) are re-read only when a chunk
+brings a failed call or a refusal line inside the roster's window. `after_chunk` is the write path's
+one call, inside its transaction; `manage.py refresh_facts` folds the runs whose facts are missing or
+behind, and `migrate` does the same by itself once it has brought the schema up to date
+(`after_migrate`: a database from before this table, migration 0005, needs nothing run by hand).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from runs.models import Agent, Event, Run, RunFacts
 from runs.pages import run_selectors
 from runs.pages.common import run_agents, run_holdings
 from runs.pages.divergences import run_divergences
-from runs.pages.refusals import run_refusals
+from runs.pages.refusals import run_refusals, window_full
 
 log = logging.getLogger(__name__)
 # Record types after which divergences can change (rosters, transitions, spawns naming profiles).
@@ -129,8 +129,9 @@ def cohorts(agents: list[Agent], refusals: dict) -> list[dict]:
 
 def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None) -> RunFacts:
     """Fold `run`'s facts. With `chunk` (the write path's classified records of one append) the
-    figures the chunk cannot have changed are kept from the stored row: refusals (a bounded re-read
-    of the log) are folded again only after a chunk bringing a failed call or a refusal line."""
+    figures the chunk cannot have changed are kept from the stored row: refusals (a bounded read of
+    the fold's RefusalRows) are folded again only after a chunk bringing a failed call or a refusal
+    line inside the roster's window."""
     facts = RunFacts.objects.filter(run=run).first()
     new = facts is None
     if new:
@@ -141,7 +142,7 @@ def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None) -> RunFa
     types = {c[0] for c in chunk} if not full else set()
     if full or types & DIVERGENCE_TYPES:
         facts.divergences = len(run_divergences(run, agents, run_holdings(run)))
-    if full or any(_may_refuse(c) for c in chunk):
+    if full or (any(_may_refuse(c) for c in chunk) and not window_full(run, run.last_seq - len(chunk) + 1)):
         facts.refusals_by_agent = _refusals(run, agents)
         facts.refusals = sum(n for ops in facts.refusals_by_agent.values() for n in ops.values())
     if full:

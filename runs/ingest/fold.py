@@ -1,4 +1,4 @@
-"""The fold: gg records -> projection rows (Run rollups, Agent, ModuleStore, Holding).
+"""The fold: gg records -> projection rows (Run rollups, Agent, ModuleStore, Holding, RefusalRow).
 
 `fold(run, rows)` is the one fold: the write path (`runs.ingest.writer`, once per appended chunk)
 and the rebuild (`runs.ingest.rebuild`, once per chunk of the stored log) both call it over typed
@@ -48,7 +48,7 @@ from typing import NamedTuple
 
 from runs.ingest import fold_flush
 from runs.ingest.fold_types import HANDLERS
-from runs.models import Agent, ModuleStore, Run
+from runs.models import Agent, ModuleStore, RefusalRow, Run
 from runs.stream.record import Decoded, as_list, as_text, parse_timestamp, roster_module_id
 from runs.stream.vocabulary import ID_MAX, STATE_KINDS
 
@@ -81,10 +81,27 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folde
     projector = Projector(run)
     projector.preload([r.event.record for r in rows if r.event.record is not None])
     turns = [projector.apply(r.seq, r.event.type, r.event.record) for r in rows]
+    projector.refusal_rows = refusal_rows(run, rows, turns)
     fold_flush.flush(projector)
     if save_run:
         run.save(update_fields=RUN_PROJECTION_FIELDS + list(extra_run_fields))
     return Folded(turns, projector.status_changed)
+
+
+def refusal_rows(run: Run, rows, turns) -> list:
+    """The chunk's `RefusalRow`s: its failed api_results and its log lines whose message mentions a
+    refusal, with the turn the fold gave each."""
+    out = []
+    for (seq, e), turn in zip(rows, turns):
+        if e.type == "api_result" and e.ok is False:
+            out.append(RefusalRow(run=run, seq=seq, kind=RefusalRow.FAILED, agent_id=e.agent_id, turn=turn,
+                                  operation=e.operation, failure=e.failure))
+        elif e.type == "log" and e.record is not None:
+            message = e.record.get("message")
+            if isinstance(message, str) and "refused" in message:
+                out.append(RefusalRow(run=run, seq=seq, kind=RefusalRow.LINE, agent_id=e.agent_id, turn=turn,
+                                      message=message))
+    return out
 
 
 def reset_run(run: Run) -> None:
@@ -117,6 +134,7 @@ class Projector:
         self.dirty_store_kinds: set[str] = set()  # kind filled in (loaded stores only)
         self.rosters: dict[str, list[dict]] = {}  # agent_id -> agent_modules rows to write
         self.pred_links: dict[str, str] = {}  # successor agent_id -> predecessor agent_id
+        self.refusal_rows: list[RefusalRow] = []
         self.status_changed = False
         self._all_agents_loaded = False
         self._started_known = run.started_at is not None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from runs.models import Agent, Holding, ModuleStore
+from runs.models import Agent, Holding, ModuleStore, RefusalRow
 
 _AGENT_UPDATE_FIELDS = [
     f.name
@@ -75,6 +75,9 @@ def flush(p) -> None:
                 )
         Holding.objects.bulk_create(holdings)
 
+    if p.refusal_rows:
+        RefusalRow.objects.bulk_create(p.refusal_rows)
+
     p.new_agents.clear()
     p.dirty_agents.clear()
     p.new_stores.clear()
@@ -82,6 +85,7 @@ def flush(p) -> None:
     p.dirty_store_kinds.clear()
     p.rosters.clear()
     p.pred_links.clear()
+    p.refusal_rows = []
 
 
 def update_rows(model, objs, field_names) -> None:

@@ -8,7 +8,7 @@ from runs.ingest import facts as run_facts
 from runs.feed import doorbell, search
 from runs.ingest.fold import FoldRow, fold, reset_run
 from runs.ingest.fold_flush import update_rows
-from runs.models import Agent, Event, ModuleStore, RejectedLine, Run
+from runs.models import Agent, Event, ModuleStore, RefusalRow, RejectedLine, Run
 from runs.stream.record import Decoded, RecordError, decode_line
 
 REBUILD_CHUNK = 2000
@@ -36,6 +36,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
         before = run.status
         Agent.objects.filter(run=run).delete()  # holdings cascade
         ModuleStore.objects.filter(run=run).delete()
+        RefusalRow.objects.filter(run=run).delete()
         reset_run(run)
         after = 0
         while True:

@@ -4,14 +4,15 @@ turn (design.md "Refusal roster"). Tests: tests/pages/test_refusals.py, tests/pa
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.stream.record import as_list, gg_record
-from runs.models import Agent, Event, Run
+from runs.stream.record import as_list
+from runs.models import Agent, RefusalRow, Run
 from runs.pages.common import call_spelling, function_spelling, get_run, run_agents, run_context
 from surfaces.arms import ARMS, spell
 from surfaces.catalogue import OPERATIONS
@@ -31,11 +32,19 @@ def refusals_page(request, pk):
         run, "refusals", refusals=run_refusals(run, run_agents(run))))
 
 
+@functools.cache
+def _catalogue_names(language: str) -> dict[str, str]:
+    """The catalogue's operations by id and (in an arm) by the arm's spelling: the same for every
+    agent of a language, spelled once per process."""
+    names = {op.id: op.id for op in OPERATIONS}
+    if language in ARMS:
+        names.update({spell(language, op.id): op.id for op in OPERATIONS})
+    return names
+
+
 def _names_to_operations(agent: Agent) -> dict[str, str]:
     """Every way this agent could have written an operation -> the operation (for gg's log lines)."""
-    names = {op.id: op.id for op in OPERATIONS}
-    if agent.program_language in ARMS:
-        names.update({spell(agent.program_language, op.id): op.id for op in OPERATIONS})
+    names = dict(_catalogue_names(agent.program_language))
     for api in agent.apis:
         if isinstance(api, dict):
             for fn in as_list(api.get("functions")):
@@ -52,10 +61,10 @@ def run_refusals(run: Run, agents: list[Agent]) -> dict:
     that failed `unavailable`; the line gives the message, the result the class. A line with no
     result beside it (older streams) still counts. Totals per operation across the run.
     """
-    failed = list(Event.objects.filter(run=run, type="api_result", ok=False).order_by("seq")
+    rows = RefusalRow.objects.filter(run=run).order_by("seq")
+    failed = list(rows.filter(kind=RefusalRow.FAILED)
                   .values_list("seq", "agent_id", "turn", "operation", "failure")[:REFUSALS_READ])
-    lines = list(Event.objects.filter(run=run, type="log", raw__contains="refused").order_by("seq")
-                 .values_list("seq", "agent_id", "turn", "raw")[:REFUSALS_READ])
+    lines = list(rows.filter(kind=RefusalRow.LINE).values_list("seq", "agent_id", "turn", "message")[:REFUSALS_READ])
     truncated = len(failed) == REFUSALS_READ or len(lines) == REFUSALS_READ
     by_id = {a.agent_id: a for a in agents}
     results = defaultdict(list)  # (agent, turn) -> [[seq, operation, failure, matched]]
@@ -64,10 +73,7 @@ def run_refusals(run: Run, agents: list[Agent]) -> dict:
     entries = defaultdict(list)  # agent -> [entry]
     suppressed = defaultdict(Counter)  # agent -> {turn: n}
     names = {}
-    for seq, agent_id, turn, raw in lines:
-        message = gg_record(raw).get("message")
-        if not isinstance(message, str):
-            continue
+    for seq, agent_id, turn, message in lines:
         if m := SUPPRESSED_LINE.search(message):
             suppressed[agent_id][turn] += int(m["n"])
             continue
@@ -110,6 +116,17 @@ def run_refusals(run: Run, agents: list[Agent]) -> dict:
                        "refused": len(mine), "suppressed": sum(capped.values())})
     return {"agents": roster, "totals": totals.most_common(), "refused": sum(totals.values()),
             "suppressed": sum(r["suppressed"] for r in roster), "truncated": truncated, "window": REFUSALS_READ}
+
+
+def window_full(run: Run, before_seq: int) -> bool:
+    """Whether the roster's window was full of both kinds of row before `before_seq`: a row after it
+    cannot change the roster (the write path's facts skip re-reading it)."""
+    failed = run.api_failures.values() if isinstance(run.api_failures, dict) else ()
+    if sum(n for n in failed if isinstance(n, int)) < REFUSALS_READ:  # the run's failed api_results: no query
+        return False
+    rows = RefusalRow.objects.filter(run=run, seq__lt=before_seq)
+    return all(rows.filter(kind=kind)[:REFUSALS_READ].count() == REFUSALS_READ
+               for kind in (RefusalRow.FAILED, RefusalRow.LINE))
 
 
 def _by_operation(entries: list[dict]) -> list[dict]:
