@@ -64,11 +64,12 @@ def index(run_pk, records) -> None:
     if not records:
         return
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.executemany(
-                "INSERT INTO runs_event_search (run_id, seq, doc) VALUES (%s, %s, to_tsvector('simple', %s))"
+        if connection.vendor == "postgresql":  # one statement for the chunk, not one per record
+            cursor.execute(
+                "INSERT INTO runs_event_search (run_id, seq, doc) SELECT %s, s, to_tsvector('simple', t)"
+                " FROM unnest(%s::bigint[], %s::text[]) AS u(s, t)"
                 " ON CONFLICT (run_id, seq) DO UPDATE SET doc = EXCLUDED.doc",
-                [(run_pk, seq, record_text(obj)) for seq, obj in records],
+                [run_pk, [seq for seq, _ in records], [record_text(obj) for _, obj in records]],
             )
         else:
             cursor.executemany(

@@ -11,10 +11,10 @@
   identical line keeps every repetition, and re-importing it stores nothing twice. Rejected lines
   are not stored twice either (same line number and text). Records handed over as dicts
   (`append`, the engine's way in) are all stored unless the caller asks for the same rule.
-* Each chunk of lines (`CHUNK_LINES`) is one transaction: Events inserted with one ``executemany``,
-  the fold (`runs.ingest.fold.fold`) updates every projection row it touched once, the run's
-  figures are saved, and on commit the doorbell rings (`runs.feed.doorbell`). Memory stays bounded by the
-  chunk, whatever the size of the input.
+* Each chunk of lines (`CHUNK_LINES`) is one transaction: Events inserted with one statement
+  (``COPY`` on PostgreSQL, ``executemany`` on SQLite), the fold (`runs.ingest.fold.fold`) updates
+  every projection row it touched once, the run's figures are saved, and on commit the doorbell
+  rings (`runs.feed.doorbell`). Memory stays bounded by the chunk, whatever the size of the input.
 """
 
 from __future__ import annotations
@@ -185,7 +185,14 @@ _EVENT_COLUMNS = (
 
 
 def _insert_events(rows) -> None:
+    """One statement for the chunk's rows: COPY on PostgreSQL, one ``executemany`` on SQLite."""
     qn = connection.ops.quote_name
+    if connection.vendor == "postgresql":
+        sql = "COPY {} ({}) FROM STDIN".format(qn(Event._meta.db_table), ", ".join(qn(c) for c in _EVENT_COLUMNS))
+        with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
     sql = "INSERT INTO {} ({}) VALUES ({})".format(
         qn(Event._meta.db_table),
         ", ".join(qn(c) for c in _EVENT_COLUMNS),
