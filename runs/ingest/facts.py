@@ -75,6 +75,13 @@ def _peaks_from_log(run: Run) -> dict:
     return peaks
 
 
+def note_peaks(peaks: dict, decoded) -> None:
+    """Fold the peak context of [`Decoded`] into {agent id: peak}, as `_peaks_from_log` reads it."""
+    for d in decoded:
+        if d.type == "context_breakdown" and d.record is not None:
+            _note_peak(peaks, d.agent_id, d.record)
+
+
 def _note_peak(peaks: dict, agent_id: str, rec: dict) -> None:
     total = rec.get("totalTokens")
     if not isinstance(total, (int, float)) or isinstance(total, bool):
@@ -127,11 +134,12 @@ def cohorts(agents: list[Agent], refusals: dict) -> list[dict]:
     return list(out.values())
 
 
-def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None) -> RunFacts:
+def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None, peaks: dict | None = None) -> RunFacts:
     """Fold `run`'s facts. With `chunk` (the write path's classified records of one append) the
     figures the chunk cannot have changed are kept from the stored row: refusals (a bounded read of
     the fold's RefusalRows) are folded again only after a chunk bringing a failed call or a refusal
-    line inside the roster's window."""
+    line inside the roster's window. A full fold takes the run's `peaks` from a caller that has just
+    read the whole log (the rebuild, through `note_peaks`) rather than reading it again."""
     facts = RunFacts.objects.filter(run=run).first()
     new = facts is None
     if new:
@@ -146,7 +154,7 @@ def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None) -> RunFa
         facts.refusals_by_agent = _refusals(run, agents)
         facts.refusals = sum(n for ops in facts.refusals_by_agent.values() for n in ops.values())
     if full:
-        facts.peak_context = _peaks_from_log(run)
+        facts.peak_context = _peaks_from_log(run) if peaks is None else peaks
         facts.last_event_at = Event.objects.filter(run=run, seq=run.last_seq).values_list(
             "received_at", flat=True).first()
     else:

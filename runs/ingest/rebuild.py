@@ -9,7 +9,7 @@ from runs.feed import doorbell, search
 from runs.ingest.fold import FoldRow, fold, reset_run
 from runs.ingest.fold_flush import update_rows
 from runs.models import Agent, Event, ModuleStore, RefusalRow, RejectedLine, Run
-from runs.stream.record import Decoded, RecordError, decode_line
+from runs.stream.record import Decoded, RecordError, decode, loads_record
 
 REBUILD_CHUNK = 2000
 # The Event columns the fold computes (every Decoded field but the record, and the turn).
@@ -20,6 +20,21 @@ def _stored_columns(event) -> Decoded:
     """A stored line no reader decodes (stored before a rule refused it) keeps its columns, unfolded."""
     return Decoded(event.type, None, event.agent_id, event.timestamp, event.operation, event.tool_name,
                    event.ok, event.failure)
+
+
+def _decoded(event):
+    """(what the index reads, `Decoded`) of a stored Event: a line no reader decodes is indexed as its
+    text (as `runs.feed.search.reindex` does) and keeps its stored columns."""
+    try:
+        obj = loads_record(event.raw)
+    except RecordError:
+        return event.raw, _stored_columns(event)
+    if isinstance(obj, dict):
+        try:
+            return obj, decode(obj)
+        except RecordError:  # a type that is not a string
+            pass
+    return obj, _stored_columns(event)
 
 
 def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
@@ -38,6 +53,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
         ModuleStore.objects.filter(run=run).delete()
         RefusalRow.objects.filter(run=run).delete()
         reset_run(run)
+        search.forget(run.pk)
         after = 0
         while True:
             events = list(
@@ -45,14 +61,13 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
             )
             if not events:
                 break
-            rows = []
+            rows, texts = [], []
             for e in events:
-                try:
-                    decoded = decode_line(e.raw)
-                except RecordError:
-                    decoded = _stored_columns(e)
+                obj, decoded = _decoded(e)
                 rows.append(FoldRow(e.seq, decoded))
+                texts.append((e.seq, obj))
             folded = fold(run, rows, save_run=False)
+            search.index(run.pk, texts)  # from the objects just decoded: each line is read once
             changed = []
             for e, row, turn in zip(events, rows, folded.turns):
                 d = row.event
@@ -67,7 +82,6 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
             total += len(events)
             after = events[-1].seq
         run.last_seq = after
-        search.reindex(run.pk)
         run.rejected_count = RejectedLine.objects.filter(run=run).count()
         run.save()
         run_facts.refresh(run)
