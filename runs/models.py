@@ -242,6 +242,9 @@ class Event(models.Model):
         indexes = [
             models.Index(fields=["run", "type", "seq"]),
             models.Index(fields=["run", "agent_id", "seq"]),
+            # An agent's records of one type, latest first (the agent page's windows), however many
+            # records the run's other agents and types hold.
+            models.Index(fields=["run", "agent_id", "type", "seq"]),
             models.Index(fields=["run", "digest"]),
         ]
         ordering = ["run", "seq"]

@@ -57,7 +57,7 @@ def agent_page(request, pk, agent_id):
         not_offered=reference_not_offered(agent, surface), holdings=agent_holdings(agent),
         programs=programs, more_programs=more_programs, programs_before=before, context=agent_context_bands(run, agent),
         timing=agent_timing(run, agent), language=agent.program_language,
-        error_turn_list=error_turn_numbers(run, agent.agent_id),
+        error_turn_list=error_turn_numbers(run, agent.agent_id) if agent.error_turn_count else [],
     ))
 
 
