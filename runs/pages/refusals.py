@@ -20,7 +20,7 @@ from surfaces.catalogue import OPERATIONS
 # A bounded window over the log: the roster reads at most this many failed calls and refusal lines.
 REFUSALS_READ = 5000
 # A group lists its first rows; the rest are counted (the counts and messages above them cover all).
-GROUP_ROWS_SHOWN = 50
+GROUP_ROWS_SHOWN = 20  # each row is three links: a big roster renders its first rows, the rest counted
 REFUSED_LINE = re.compile(r"the program's `(?P<name>[^`]+)` call was refused before it ran:\s*(?P<message>.*)", re.S)
 SUPPRESSED_LINE = re.compile(r"(?P<n>\d+) further refused call\(s\) were not recorded")
 

@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from runs.ingest import writer as ingest
 from runs.models import Run
+from runs.pages.refusals import GROUP_ROWS_SHOWN
 from runs.templatetags.run_pages import context_chart
 from tests.pages_helpers import load, rows, synthetic_stream
 
@@ -29,8 +30,8 @@ def test_a_big_roster_reads_as_one_collapsed_group_per_call(viewer_client):
     refused = int(html.split('<b id="refused-total">')[1].split("<")[0])
     assert refused > 150 and f"{refused}×" in summary
     assert "turns 1–" in summary and "not available" in summary
-    assert len(rows(html, "data-turn")) == 50  # the first rows only; the rest counted
-    assert f"… and {refused - 50} more of this call, counted above." in html
+    assert len(rows(html, "data-turn")) == GROUP_ROWS_SHOWN  # the first rows only; the rest counted
+    assert f"… and {refused - GROUP_ROWS_SHOWN} more of this call, counted above." in html
     assert 'data-filter=".refusal-group"' in html and "hx-preserve" in html
 
 
