@@ -159,7 +159,7 @@ class Side:
 
     def __init__(self, run: Run):
         self.run = run
-        self.report = build_report(run)
+        self.report = build_report(run, timing=False)  # the figures below read no latency
         usage = dict(Agent.objects.filter(run=run).values_list("agent_id", "usage"))
         facts = RunFacts.objects.filter(run=run).first() or run_facts.refresh(run)
         self.agents = [{"doc": doc, "figures": agent_figures(doc, usage.get(doc["agentId"]),

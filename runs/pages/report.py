@@ -58,7 +58,9 @@ def _surface(agent) -> dict:
     }
 
 
-def build_report(run: Run) -> dict:
+def build_report(run: Run, *, timing: bool = True) -> dict:
+    """The run report; `timing=False` leaves out the latency and tokens-per-second figures (the
+    comparison reads neither), the one part of the report that reads each call's two halves."""
     agents = run_agents(run)
     holdings = run_holdings(run)
     forest = agent_forest(agents)
@@ -71,8 +73,8 @@ def build_report(run: Run) -> dict:
     for h in holdings:
         held[h.agent_id].append(h)
     refused = {r["agent"].agent_id: r for r in refusals["agents"]}
-    latency = calls.run_latency(run)
-    throughput = calls.generated_throughput(run)
+    latency = calls.run_latency(run) if timing else None
+    throughput = calls.generated_throughput(run) if timing else None
     durations = run_selectors.agent_durations(run)
 
     def agent_doc(row) -> dict:
@@ -113,9 +115,10 @@ def build_report(run: Run) -> dict:
                          for t in (mine["turns"] if mine else ()) for e in t["entries"]],
             "refusalsSuppressed": [{"turn": t["turn"], "count": t["suppressed"]}
                                    for t in (mine["turns"] if mine else ()) if t["suppressed"]],
+        } | ({} if not timing else {
             "latency": calls.latency_doc(latency["agents"].get(a.agent_id, [])),
             "generatedTokensPerSecond": throughput["agents"].get(a.agent_id, {}).get("per_second"),
-        }
+        })
 
     stores = store_index(run, agents, holdings)
     divergences = run_divergences(run, agents, holdings)
@@ -145,13 +148,14 @@ def build_report(run: Run) -> dict:
             "usage": {"source": usage["source"], "tokens": usage["tokens"], "cost": usage["cost"],
                       "bySlot": usage["by_slot"]},
             "capabilitySet": run.capability_set,
+        } | ({} if not timing else {
             # Latency per operation / tool from the stored stamps of each call's two halves, and
             # output tokens over model time pooled across the run (runs.pages.calls).
             "latency": calls.latency_doc(latency["run"]),
             "generatedTokensPerSecond": throughput["run"]["per_second"],
             "generatedTokens": throughput["run"]["tokens"],
             "modelMs": throughput["run"]["ms"],
-        },
+        }),
         "agents": [agent_doc(row) for row in forest],
         "stores": [{
             "moduleId": s.module_id,

@@ -12,10 +12,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Max, Min
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from runs.models import Event, Run
+from runs.models import Agent, Event, Run
 from runs.stream.record import parse_timestamp
 from runs.stream.usage import add_usage, empty_usage, total_tokens
 
@@ -79,16 +79,15 @@ def stale_before():
 
 
 def agent_durations(run: Run) -> dict:
-    """{agent id: seconds from the agent's first record's stamp to its last's} (two queries whatever
-    the run's size: each agent's first and last seq off the (run, agent_id, seq) index, then those
-    records' stamps); None for an agent whose first or last record carries no stamp."""
-    spans = list(Event.objects.filter(run=run).order_by().values("agent_id")
-                 .annotate(first=Min("seq"), last=Max("seq")).values_list("agent_id", "first", "last"))
-    stamps = dict(Event.objects.filter(run=run, seq__in={s for _a, *seqs in spans for s in seqs})
-                  .values_list("seq", "timestamp"))
+    """{agent id: seconds from the agent's first record's stamp to its last's} (one query whatever
+    the run's size: per Agent row, its first and its last record off the (run, agent_id, seq) index);
+    None for an agent whose first or last record carries no stamp (or that emitted none)."""
+    mine = Event.objects.filter(run=run, agent_id=OuterRef("agent_id")).values("timestamp")
+    spans = Agent.objects.filter(run=run).order_by().values_list(
+        "agent_id", Subquery(mine.order_by("seq")[:1]), Subquery(mine.order_by("-seq")[:1]))
     out = {}
     for agent_id, first, last in spans:
-        start, end = parse_timestamp(stamps.get(first) or ""), parse_timestamp(stamps.get(last) or "")
+        start, end = parse_timestamp(first or ""), parse_timestamp(last or "")
         out[agent_id] = max((end - start).total_seconds(), 0.0) if start and end else None
     return out
 
