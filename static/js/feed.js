@@ -38,19 +38,32 @@
   function parse(html) { var t = document.createElement("template"); t.innerHTML = html; return t.content; }
   function seqOf(row) { return Number(row.dataset.seq); }
   function atBottom() { return rows.scrollHeight - rows.scrollTop - rows.clientHeight < 40; }
+  // Whether the operator stays at the bottom: rows growing once laid out (content-visibility) move
+  // the bottom away without anyone scrolling, so only a scroll up from where the page put it unpins.
+  var pinned = true, setTop = 0;
+  function toBottom() { rows.scrollTop = rows.scrollHeight; setTop = rows.scrollTop; pinned = true; }
 
   // Trim the window back to MAX rows from one end, keeping what the operator looks at in place.
+  // Following at the bottom, only the tail is kept (TAIL rows: a screenful and more): at 1,000
+  // events a second the DOM stays small, and scrolling up reads the rest back by seq.
+  var TAIL = Math.min(MAX, Math.max(50, Math.ceil(MAX / 2)));
+  function cut(from, to) {  // one removal (one mutation), whatever the number of rows
+    var r = document.createRange();
+    r.setStartBefore(from); r.setEndAfter(to); r.deleteContents(); r.detach();
+  }
   function trimTop(stick) {
-    if (rows.children.length <= MAX) return;
+    var keep = stick && following ? TAIL : MAX, n = rows.children.length - keep;
+    if (n <= 0) return;
     var before = stick ? 0 : rows.scrollHeight;  // at the bottom nothing needs holding in place
-    while (rows.children.length > MAX) rows.removeChild(rows.firstElementChild);
+    cut(rows.firstElementChild, rows.children[n - 1]);
     if (!stick) rows.scrollTop -= before - rows.scrollHeight;
     lo = seqOf(rows.firstElementChild);
     moreBefore = true;
   }
   function trimBottom() {
-    if (rows.children.length <= MAX) return;
-    while (rows.children.length > MAX) rows.removeChild(rows.lastElementChild);
+    var n = rows.children.length;
+    if (n <= MAX) return;
+    cut(rows.children[MAX], rows.lastElementChild);
     hi = seqOf(rows.lastElementChild);
     moreAfter = true;
     if (following) detach();
@@ -100,8 +113,11 @@
     var upto = Number(cursor.dataset.seq);
     send({ack: upto});
     if (!following || waitEpoch !== null || upto <= hi) return;
-    var stick = !paused && atBottom(), added = document.createDocumentFragment();
-    Array.prototype.slice.call(frag.querySelectorAll(".feed-row")).forEach(function (row) {
+    var stick = !paused && (pinned || atBottom()), added = document.createDocumentFragment();
+    var fresh = Array.prototype.slice.call(frag.querySelectorAll(".feed-row"));
+    // At the bottom, rows the tail window would drop at once are never inserted at all.
+    if (stick && fresh.length > TAIL) { fresh = fresh.slice(-TAIL); lo = seqOf(fresh[0]); moreBefore = true; }
+    fresh.forEach(function (row) {
       if (seqOf(row) <= hi) return;
       if (paused) { row.hidden = true; row.dataset.held = "1"; held++; }
       added.appendChild(row);
@@ -112,7 +128,7 @@
       note.textContent = "";
       trimTop(stick);
       if (paused) pause.textContent = "Resume (" + held + " new)";
-      else if (stick) rows.scrollTop = rows.scrollHeight;
+      else if (stick) toBottom();
       header();
     }
   }
@@ -141,7 +157,7 @@
     if (p.status !== "queued" && p.status !== "running") { live = false; end(p.status, feed.dataset.reason); }
     else if (!moreAfter) { following = true; if (!ws) connect(); else attach(); }
     else { if (following) detach(); if (!ws) connect(); }
-    rows.scrollTop = toTop ? 0 : rows.scrollHeight;
+    if (toTop) { rows.scrollTop = 0; pinned = false; } else toBottom();
   }
 
   function older() {
@@ -164,6 +180,8 @@
     });
   }
   rows.addEventListener("scroll", function () {
+    if (rows.scrollTop < setTop - 40) pinned = false;
+    else if (atBottom()) { pinned = true; setTop = rows.scrollTop; }
     if (rows.scrollTop < 400) older();
     else if (rows.scrollHeight - rows.scrollTop - rows.clientHeight < 400) newer();
   }, {passive: true});
@@ -175,7 +193,7 @@
     if (!paused) {
       rows.querySelectorAll("[data-held]").forEach(function (r) { r.hidden = false; delete r.dataset.held; });
       held = 0;
-      rows.scrollTop = rows.scrollHeight;
+      toBottom();
     }
   });
   // A filter change is a new URL: the server filters, the view can be shared.
