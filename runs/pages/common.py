@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 
 from runs.models import Agent, Holding, Run
 from runs.pages import run_selectors
+from runs.stream.vocabulary import TURN_ERROR_TYPE_LABELS, TURN_ERROR_TYPES
 from surfaces.arms import member_separator, spelling_for
 
 
@@ -66,3 +67,31 @@ def error_types_flat(error_types: dict) -> dict:
     for types in (error_types or {}).values():
         out.update(types)
     return dict(sorted(out.items()))
+
+
+def error_type_label(error_type: str) -> str:
+    """gg's label for a turn error type (errorTypeLabel): its own, else the id with underscores spaced."""
+    return TURN_ERROR_TYPE_LABELS.get(error_type) or error_type.replace("_", " ")
+
+
+def ranked_error_types(error_types: dict) -> list[dict]:
+    """gg's "top error types" (topErrorTypes): every type counted, most first, a tie broken by label,
+    each with gg's label and the base kind it rolls up into (None for a type gg does not publish)."""
+    rows = [{"id": t, "label": error_type_label(t), "kind": TURN_ERROR_TYPES.get(t), "count": n}
+            for t, n in error_types_flat(error_types).items() if n > 0]
+    return sorted(rows, key=lambda r: (-r["count"], r["label"]))
+
+
+def error_record(holder) -> dict:
+    """A run's or an agent's errors as gg's Errors widget reads them: the error turns by kind with
+    their types, the types ranked, the longest failing streak any one agent reached (a peak, never a
+    sum) and the replies loop detection discarded (not errors: money spent on nothing)."""
+    facts = holder.error_facts or {}
+    return {
+        "tally": error_tally(holder.error_turns, holder.error_types),
+        "ranked": ranked_error_types(holder.error_types),
+        "max_consecutive": facts.get("maxConsecutive", 0),
+        "loop_aborts": facts.get("loopAborts", 0),
+        "loop_abort_words": facts.get("loopAbortWords", 0),
+        "loop_abort_chars": facts.get("loopAbortChars", 0),
+    }

@@ -18,7 +18,7 @@ from runs.models import Run
 from runs.pages import calls, run_selectors
 from runs.pages.agents import agent_forest, agent_surface_counts
 from runs.pages.arms import arms_comparison
-from runs.pages.common import error_types_flat, run_agents, run_holdings
+from runs.pages.common import error_record, error_types_flat, run_agents, run_holdings
 from runs.pages.divergences import run_divergences
 from runs.pages.overview import run_clocks
 from runs.pages.refusals import run_refusals
@@ -44,6 +44,15 @@ def _iso(value):
 def _holding(h) -> dict:
     return {"kind": h.kind, "moduleId": h.module_id, "enabled": h.enabled, "origin": h.origin,
             "writable": h.writable, "scope": h.scope or None, "ownership": h.ownership or None}
+
+
+def _errors(holder) -> dict:
+    """gg's Errors widget: the types ranked with its labels and base kinds, the longest failing
+    streak (a peak over agents) and the loop aborts."""
+    record = error_record(holder)
+    return {"topTypes": record["ranked"], "maxConsecutive": record["max_consecutive"],
+            "loopAborts": record["loop_aborts"], "loopAbortWords": record["loop_abort_words"],
+            "loopAbortChars": record["loop_abort_chars"]}
 
 
 def _surface(agent) -> dict:
@@ -101,6 +110,7 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
             "errorTurns": a.error_turn_count,
             "errorTurnsByKind": a.error_turns,
             "errorTurnsByType": error_types_flat(a.error_types),
+            "errors": _errors(a),
             "durationSeconds": durations.get(a.agent_id),
             "suspendedSeconds": a.suspended.total_seconds(),
             "blockedSince": _iso(a.blocked_since),
@@ -143,6 +153,7 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
                        "refusalsSuppressed": refusals["suppressed"]},
             "errorTurnsByKind": run.error_turns,
             "errorTurnsByType": error_types_flat(run.error_types),
+            "errors": _errors(run),
             "apiFailures": run.api_failures,
             "toolFailures": run.tool_failures,
             "usage": {"source": usage["source"], "tokens": usage["tokens"], "cost": usage["cost"],

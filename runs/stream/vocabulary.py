@@ -44,3 +44,25 @@ TYPE_MAX = 64
 ID_MAX = 200
 SHORT_MAX = 64
 DEPTH_COLUMN_MAX = 2**31 - 1  # Agent.depth's column; a deeper figure is not a depth
+
+# gg's turn error types (GgTurnErrorType, spec/stream.md §6) and the base kind each rolls up into.
+# Each type is prefixed with its base kind's noun (the schema's GgTurnErrorType, "Names carry their base").
+TURN_ERROR_NOUNS = {"model": "model_api", "transpile": "transpile", "program": "program_fault",
+                    "sandbox": "sandbox_limit", "missing_completion": "missing_completion"}
+TURN_ERROR_TYPES = {
+    t: next(k for noun, k in TURN_ERROR_NOUNS.items() if t.startswith(noun + "_"))
+    for t in """model_auth model_rejected model_retry_exhausted model_response_loop model_vision_unsupported
+    model_parse model_provider_mismatch model_timeout model_length_capped transpile_syntax transpile_compile
+    transpile_unsupported program_api_error program_unknown_name program_throw sandbox_timeout
+    sandbox_out_of_memory sandbox_trap missing_completion_no_call missing_completion_compaction
+    missing_completion_no_program""".split()
+}
+# The labels gg's console shows (GG_TURN_ERROR_TYPE_LABELS, generated from gg's Rust taxonomy): these four
+# are the ones gg's own tests pin (ggErrors.test.ts); the generated table itself is in no source we could
+# read, so every other type reads as gg reads a type it has no label for: the id, underscores spaced.
+TURN_ERROR_TYPE_LABELS = {
+    "program_api_error": "uncaught call failure",
+    "transpile_syntax": "syntax error",
+    "transpile_compile": "compiler rejected the program",
+    "sandbox_timeout": "execution timeout",
+}

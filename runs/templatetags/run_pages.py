@@ -7,7 +7,7 @@ from django import template
 
 from runs.access import agent_url
 from runs.pages.divergences import divergence_count as _divergence_count
-from runs.pages.common import error_tally
+from runs.pages.common import error_record
 from runs.stream.record import as_list
 
 register = template.Library()
@@ -32,9 +32,10 @@ def divergence_count(run):
 
 
 @register.inclusion_tag("runs/_error_turns.html")
-def error_turns(holder):
-    """A run's or an agent's error turns by kind, with gg's error types beneath each kind."""
-    return {"tally": error_tally(holder.error_turns, holder.error_types)}
+def error_turns(holder, per_agent=False):
+    """A run's or an agent's error turns by kind, with gg's error types beneath each kind, the types
+    ranked with gg's labels and base kinds, the longest failing streak and the loop aborts."""
+    return {"errors": error_record(holder), "per_agent": per_agent}
 
 
 @register.inclusion_tag("runs/_context_chart.html")
