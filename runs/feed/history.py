@@ -63,7 +63,7 @@ def render(run_pk, events, flt, multi_from=None):
     first, last = events[0].seq, events[-1].seq
     state = FeedState.at(run_pk, first - 1)
     if not flt.active:
-        return [r for r in FeedRenderer(run_pk, state).rows(events) if flt.keeps(r)]
+        return [r for r in FeedRenderer(run_pk, state).rows(events, read_on=True) if flt.keeps(r)]
     keep = {e.seq for e in events}
     agents = {e.agent_id for e in events}
     # Agents whose call rows read a bracket: its opening and closing, and the tool pair it absorbed.
@@ -75,7 +75,7 @@ def render(run_pk, events, flt, multi_from=None):
     merged = sorted(events + [Ev._make(e) for e in between.values_list(*Ev._fields)])
     if state.multi_from is None:
         state.multi_from = multi_from  # a sparse fold does not see every agent arrive
-    return [r for r in FeedRenderer(run_pk, state).rows(merged) if r.seq in keep and flt.keeps(r)]
+    return [r for r in FeedRenderer(run_pk, state).rows(merged, read_on=True) if r.seq in keep and flt.keeps(r)]
 
 
 def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):

@@ -188,12 +188,15 @@ DISPOSITION_WORDS = (("carried", "carried"), ("copied", "copied"), ("linked", "l
 def _transition(ctx, ev, rec):
     kind = rec.get("kind")
     to = rec.get("toAgentId") or "?"
-    profile = ctx.profile(rec.get("profileId") or rec.get("agent") or "?")
+    slug = rec.get("profileId") or rec.get("agent")  # `agent`: the mid-era shape
+    profile = ctx.profile(slug) if slug else ""
     state = rec.get("state")
     if kind == "fork":
         label, detail = "fork", f"Forked a copy of this agent as {to}."
     elif kind == "fsm":
-        label, detail = "handoff", f"Transitioned to `{state}` ({profile}) as {to}."
+        label, detail = "handoff", f"Transitioned to `{state}`{f' ({profile})' if profile else ''} as {to}."
+    elif not profile:  # no profile named: the successor, not a `?` (issue 20)
+        label, detail = "handoff", f"Continued in `{state}` as {to}." if state else f"Continued as {to}."
     elif state:
         label, detail = "handoff", f"Continued as `{profile}` in `{state}` ({to})."
     else:
@@ -221,15 +224,21 @@ def _fsm_state(ctx, ev, rec):
 def _code_execution(ctx, ev, rec):
     logs = [str(line) for line in listed(rec.get("logs"))]
     failed = rec.get("ok") is False
-    healed = healing_note(rec.get("healing"))
-    if not logs and not failed:
-        return ctx.row(ev, "program", "healed", healed, "warn") if healed else None
     args = plural(len(logs), "line", "lines") if logs else ""
     dropped = rec.get("logsSuppressed")
     if dropped:
         args += f" · {plural(dropped, 'earlier line', 'earlier lines')} dropped by the capture cap"
-    if healed:
-        args = f"{args} · {healed}" if args else healed
+    healed = healing_detail(rec)
+    if healed:  # an older stream's healing record: what gg did to the reply, and the reply as sent
+        reply = ctx.reply(ev)
+        label = "not a program" if healed.startswith("not a program") else "healed"
+        output = reply if reply else "(no assistant message in this turn)"
+        if logs:
+            output += "\n\n— printed —\n" + "\n".join(logs)
+        summary = "the reply as sent" + (f" · {args} printed" if args else "")
+        return ctx.row(ev, "program", label, healed, "fail" if failed else "warn", args=summary, output=output)
+    if not logs and not failed:
+        return None
     if failed:
         # Like a failed call: the error's own line (a trace's last: `KeyError: 'b'`), output beneath.
         error = rec.get("error") if isinstance(rec.get("error"), str) else ""
@@ -238,24 +247,47 @@ def _code_execution(ctx, ev, rec):
     return ctx.row(ev, "output", "output", "Program output", "system", args=args, output="\n".join(logs))
 
 
-def healing_note(healing) -> str:
-    """What an older stream's `code_execution.healing` repaired in the reply before it was compiled
-    (stream.md §10: strategies[], notAProgram?, blocks?, candidateShape?, didNotConverge); "" for nothing."""
+# Why a reply was not a program at all (GgNotAProgram), in gg's console's words.
+NOT_A_PROGRAM = {"empty": "empty reply", "tool_calls_only": "tool calls only", "prose": "prose",
+                 "comment_only": "comments only", "no_program_block": "no program block",
+                 "several_blocks": "several programs"}
+
+
+def healing_detail(rec) -> str:
+    """An older stream's `code_execution.healing` (GgResponseHealing: strategies[], notAProgram?,
+    blocks?, candidateShape?, didNotConverge) as gg's console words the turn: "program ran · 2 tool
+    calls · healed: strip-fences" or "not a program: several programs (2, fenced)", then "healing did
+    not converge", "finished", the error. "" for a clean reply (gg omits the record then)."""
+    healing = rec.get("healing")
     if not isinstance(healing, dict):
         return ""
     strategies = [str(s) for s in listed(healing.get("strategies")) if s]
+    not_a_program = healing.get("notAProgram")
+    unconverged = healing.get("didNotConverge") is True
+    if not (strategies or not_a_program or unconverged):
+        return ""
     parts = []
-    if strategies:
-        parts.append(f"The reply was repaired before it was compiled ({', '.join(strategies)}).")
-    if healing.get("didNotConverge") is True:
-        parts.append("The healing did not reach a fixpoint.")
-    if healing.get("notAProgram") is True:
-        parts.append("The reply was not a program.")
-    if parts and isinstance(healing.get("blocks"), int) and not isinstance(healing.get("blocks"), bool):
-        parts.append(f"{plural(healing['blocks'], 'code block', 'code blocks')} in the reply.")
-    if parts and isinstance(healing.get("candidateShape"), str) and healing["candidateShape"]:
-        parts.append(f"Shape: {healing['candidateShape']}.")
-    return " ".join(parts)
+    if not_a_program:
+        reason = NOT_A_PROGRAM.get(not_a_program, str(not_a_program)) if isinstance(not_a_program, str) else ""
+        blocks, shape = healing.get("blocks"), healing.get("candidateShape")
+        counted = isinstance(blocks, int) and not isinstance(blocks, bool)
+        shape = f", {shape}" if counted and isinstance(shape, str) and shape else ""
+        parts.append(f"not a program{f': {reason}' if reason else ''}{f' ({blocks}{shape})' if counted else ''}")
+    else:
+        parts.append("program failed" if rec.get("ok") is False else "program ran")
+        calls = rec.get("toolCalls")
+        if isinstance(calls, int) and not isinstance(calls, bool) and calls > 0:
+            parts.append(plural(calls, "tool call", "tool calls"))
+        if strategies:
+            parts.append(f"healed: {', '.join(strategies)}")
+    if unconverged:
+        parts.append("healing did not converge")
+    if rec.get("finished") is not None:
+        parts.append("finished")
+    error = rec.get("error")
+    if rec.get("ok") is False and isinstance(error, str) and error_headline(error):
+        parts.append(error_headline(error))
+    return " · ".join(parts)
 
 
 def error_headline(error: str) -> str:

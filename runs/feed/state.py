@@ -24,11 +24,12 @@ BRACKET_TYPES = ("api_call", "api_result", "turn_started", "code_execution", "tu
 Ev = namedtuple("Ev", "seq type agent_id timestamp raw tool_name ok failure turn")
 
 
-def bridged_args(run_pk, events) -> dict:
+def bridged_args(run_pk, events, read_on=True) -> dict:
     """{api_call seq: the arguments of the tool call bridged inside its bracket} for the api_calls
     among `events` (seq order): a legacy program call's CALL row carries them (console.md §1.4,
-    step 3). A bracket still open at the end of `events` is read on in the log (one query): rows are
-    rendered once their records are stored, and a recording stores a bracket in one chunk."""
+    step 3). A bracket still open at the end of `events` is read on in the log (one query, unless
+    `read_on` is False): rows are rendered once their records are stored, and a recording stores a
+    bracket in one chunk."""
     pending, found = {}, {}  # agent -> its open api_call's seq
     for ev in events:
         if ev.type == "api_call":
@@ -37,7 +38,7 @@ def bridged_args(run_pk, events) -> dict:
             if ev.type == "tool_call":
                 found[pending[ev.agent_id]] = record_of(ev.raw).get("args")
             del pending[ev.agent_id]
-    if pending:
+    if pending and read_on:
         after = (Event.objects.filter(run_id=run_pk, agent_id__in=list(pending), seq__gt=min(pending.values()),
                                       type__in=("tool_call",) + BRACKET_TYPES)
                  .order_by("seq").values_list("seq", "type", "agent_id", "raw"))
@@ -74,6 +75,7 @@ class FeedState:
         self.seq = seq
         self.open_calls = set(open_calls)  # agents inside an api_call bracket
         self.absorbed = dict(absorbed or {})  # agent -> the summary of the tool result its bracket absorbed
+        self.replies = {}  # agent -> (turn, text) of its last assistant message seen by this fold
         self.surfaces = dict(surfaces or {})  # agent_id -> (apis, language), the latest reported
         self.profiles = dict(profiles or {})  # profile id/slug/name -> display name
         self.agents = set(agents)  # the run's agents so far (its Agent rows), until a second one
@@ -117,6 +119,7 @@ class FeedState:
         twin = FeedState(self.run_pk, self.seq, self.open_calls, self.surfaces, self.profiles, self.agents,
                          self.multi_from, self.started, self.absorbed)
         twin.spellings = dict(self.spellings)
+        twin.replies = dict(self.replies)
         twin.hrefs = dict(self.hrefs)
         twin.turn_bases = dict(self.turn_bases)
         return twin
@@ -139,6 +142,8 @@ class FeedState:
             self.spellings = {k: v for k, v in self.spellings.items() if k[0] != ev.agent_id}
         elif ev.type == "session_started" and isinstance(rec.get("capabilitySet"), dict):
             self.profiles = profile_names(rec["capabilitySet"])
+        elif ev.type == "assistant_message" and isinstance(rec.get("text"), str):
+            self.replies[ev.agent_id] = (ev.turn, rec["text"])
         elif ev.type == "tool_result" and ev.agent_id in self.open_calls:
             self.absorbed[ev.agent_id] = _summary(rec)  # the api_result row says it (step 3)
 

@@ -37,6 +37,7 @@ class FeedRenderer:
         self.state = state
         self.cut_short = False  # the last batch stopped at WINDOW_CHARS: more is stored right after it
         self.bridged = {}  # api_call seq -> the arguments of the tool call its bracket absorbed
+        self.read_on = True  # rows may read the stored log around their event (False: the events alone)
 
     @property
     def open_calls(self):
@@ -44,6 +45,19 @@ class FeedRenderer:
 
     def spell(self, agent_id, operation):
         return self.state.spell(agent_id, operation)
+
+    def reply(self, ev):
+        """The text of the agent's last assistant message in the event's turn (the reply as sent),
+        or "": from the state when it saw it, else from the stored log before the event."""
+        turn, text = self.state.replies.get(ev.agent_id, (None, None))
+        if text is not None and turn == ev.turn:
+            return text
+        if not self.read_on:
+            return ""
+        raw = (Event.objects.filter(run_id=self.run_pk, agent_id=ev.agent_id, type="assistant_message", turn=ev.turn,
+                                    seq__lt=ev.seq).order_by("-seq").values_list("raw", flat=True).first())
+        text = record_of(raw).get("text") if raw else None
+        return text if isinstance(text, str) else ""
 
     def absorbed(self, agent_id):
         """The summary of the tool result the agent's open bracket absorbed ("" for none)."""
@@ -69,9 +83,11 @@ class FeedRenderer:
             return self.row(ev, kind, "result ✗", detail, "fail", failure=failure)
         return self.row(ev, kind, "result", detail, "ok")
 
-    def _each(self, events):
-        """(event, its row) for each event in turn, the state carried past it."""
-        self.bridged = bridged_args(self.run_pk, events)
+    def _each(self, events, read_on=True):
+        """(event, its row) for each event in turn, the state carried past it (`read_on`: see
+        `bridged_args`)."""
+        self.read_on = read_on
+        self.bridged = bridged_args(self.run_pk, events, read_on)
         for ev in events:
             rec = record_of(ev.raw)
             self.state.before(ev, rec)
@@ -84,8 +100,8 @@ class FeedRenderer:
             self.state.after(ev)
             yield ev, row
 
-    def rows(self, events):
-        return [row for _, row in self._each(events)]
+    def rows(self, events, read_on=False):
+        return [row for _, row in self._each(events, read_on)]
 
     def next_batch(self, after, limit=BATCH):
         """Rows for the next stored events after seq `after` — at most `limit` of them, and no more

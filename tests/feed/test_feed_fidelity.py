@@ -1,4 +1,4 @@
-"""Feed rows read as gg's console reads them (issue 20, items 2 and 10), and the declared scope the
+"""Feed rows read as gg's console reads them (issue 20, items 2, 5, 6 and 10), and the declared scope the
 divergences read off an id-keyed capability set."""
 
 import pytest
@@ -52,14 +52,46 @@ def test_tool_rows_without_arguments_and_context_managed_without_reclaimed_token
     assert [r.args for r in rows] == ["", '{"path":"a"}', "1 item", "reclaimed 1.2k tokens · 2 items"]
 
 
-def test_a_healed_code_execution_gets_a_row_saying_what_was_healed():
-    _, rows = feed_rows([
-        {"type": "code_execution", "ok": True, "logs": [],
-         "healing": {"strategies": ["strip_fences", "dedent"], "blocks": 2, "didNotConverge": False}},
-        {"type": "code_execution", "ok": True, "logs": ["hi"], "healing": {"strategies": [], "didNotConverge": True}},
-        {"type": "code_execution", "ok": True, "logs": [], "healing": {"strategies": []}},
+def test_a_healed_code_execution_shows_what_was_healed_and_the_reply_as_sent():
+    # GgResponseHealing carries no copy of the reply: gg's own record of the reply as sent is the
+    # turn's assistant_message (under responses-as-code the assistant message is the program).
+    reply = "```ts\nimport { fs } from 'gg';\nfs.readFile('a');\n```"
+    run, rows = feed_rows([
+        {"type": "turn_started"},
+        {"type": "assistant_message", "text": reply},
+        {"type": "code_execution", "ok": True, "toolCalls": 2, "logs": [],
+         "healing": {"strategies": ["strip-fences", "drop-imports"], "didNotConverge": False}},
+        {"type": "turn_started"},
+        {"type": "assistant_message", "text": "I will now write the file."},
+        {"type": "code_execution", "ok": True, "toolCalls": 0, "logs": ["hi"],
+         "healing": {"strategies": [], "notAProgram": "several_blocks", "blocks": 2, "candidateShape": "fenced",
+                     "didNotConverge": True}},
+        {"type": "turn_started"},
+        {"type": "code_execution", "ok": False, "error": "Traceback\n  line 1\nSyntaxError: bad", "toolCalls": 0,
+         "logs": [], "healing": {"strategies": ["strip-prose"]}},
+        {"type": "code_execution", "ok": True, "logs": [], "healing": {"strategies": []}},  # clean: gg omits it
     ], "healing")
-    assert [(r.label, r.detail, r.tone) for r in rows[:1]] == [
-        ("healed", "The reply was repaired before it was compiled (strip_fences, dedent). 2 code blocks in the reply.", "warn")]
-    assert rows[1].args == "1 line · The healing did not reach a fixpoint."
-    assert len(rows) == 2  # nothing healed, nothing printed: no row
+    healed = [r for r in rows if r.kind == "program"]
+    assert [(r.label, r.detail, r.tone) for r in healed] == [
+        ("healed", "program ran · 2 tool calls · healed: strip-fences, drop-imports", "warn"),
+        ("not a program", "not a program: several programs (2, fenced) · healing did not converge", "warn"),
+        ("healed", "program failed · healed: strip-prose · SyntaxError: bad", "fail"),
+    ]
+    assert (healed[0].args, healed[0].output) == ("the reply as sent", reply)
+    assert healed[1].args == "the reply as sent · 1 line printed"
+    assert healed[1].output == "I will now write the file.\n\n— printed —\nhi"
+    assert healed[2].output == "(no assistant message in this turn)"
+    assert len([r for r in rows if r.kind in ("program", "output")]) == 3
+    # resumed from the code_execution's own cursor, the reply is read from the log before it
+    again, _ = FeedRenderer(run.pk).next_batch(2, limit=1)
+    assert again[0].output == reply
+
+
+def test_an_exec_transition_without_a_profile_names_only_the_successor():
+    _, rows = feed_rows([
+        {"type": "agent_transition", "kind": "exec", "toAgentId": "agent-1", "modules": []},
+        {"type": "agent_transition", "kind": "exec", "toAgentId": "agent-2", "state": "review", "modules": []},
+        {"type": "agent_transition", "kind": "fsm", "toAgentId": "agent-3", "state": "test", "modules": []},
+    ], "exec-no-profile")
+    assert [r.detail for r in rows if r.kind == "handoff"] == [
+        "Continued as agent-1.", "Continued in `review` as agent-2.", "Transitioned to `test` as agent-3."]
