@@ -1,7 +1,9 @@
+from django import forms
 from django.contrib import admin
 
 from runs import models
 from runs.ingest.rebuild import rebuild_projections
+from runs.ingest.services import run_name_problem
 
 
 @admin.register(models.Run)
@@ -47,9 +49,22 @@ class RejectedLineAdmin(admin.ModelAdmin):
     list_display = ("run", "line_number", "reason")
 
 
+class IngestTokenForm(forms.ModelForm):
+    def clean_run_names(self):
+        """Each line a name a run can have, by the rule every run is created with (the --run option's)."""
+        names = self.cleaned_data["run_names"]
+        for number, name in enumerate(names.splitlines(), 1):
+            problem = name.strip() and run_name_problem(name)
+            if problem:
+                raise forms.ValidationError(f"Line {number}: {problem}")
+        return names
+
+
 @admin.register(models.IngestToken)
 class IngestTokenAdmin(admin.ModelAdmin):
     """Add one to get a key for POST /api/runs/<run>/events (or: manage.py ingest_token USER)."""
+
+    form = IngestTokenForm
 
     list_display = ("label", "user", "scope", "created_at")
     fields = ("user", "label", "run_names", "key")

@@ -69,3 +69,12 @@ def test_the_admin_sets_the_scope(client, django_user_model, viewer):
     assert token.scope() == ["ci-nightly", "ci-weekly"]
     listing = client.get("/admin/runs/ingesttoken/").content.decode()
     assert "ci-nightly, ci-weekly" in listing
+
+
+def test_the_admin_refuses_a_name_no_run_can_have(client, django_user_model, viewer):
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw"))
+    response = client.post("/admin/runs/ingesttoken/add/",
+                           {"user": viewer.pk, "label": "long", "run_names": "fine\n" + "x" * 201})
+    assert response.status_code == 200  # the form again, with the error
+    assert "Line 2: A run name has at most 200 characters" in response.content.decode()
+    assert not IngestToken.objects.filter(label="long").exists()
