@@ -273,6 +273,21 @@ class RefusalRow(models.Model):
         indexes = [models.Index(fields=["run", "kind", "seq"])]
 
 
+class FeedCheckpoint(models.Model):
+    """What feed rows read from the log before them (`runs.feed.state`), as of every
+    `runs.feed.checkpoints.EVERY`-th seq: a page opens anywhere in a run of any size by folding at
+    most that many events. Kept by the write path in the transaction that stores the events."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="feed_checkpoints")
+    seq = models.PositiveBigIntegerField()
+    open_calls = models.JSONField(default=dict)  # agent id -> the seq of the api_call its open bracket began at
+    surfaces = models.JSONField(default=dict)  # agent id -> the seq of its latest agent_surface
+    rows = models.PositiveBigIntegerField(default=0)  # events up to seq with a feed row of their own
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="feed_checkpoint_per_seq")]
+
+
 class RejectedLine(models.Model):
     RAW_LIMIT = 4096
 

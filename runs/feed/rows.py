@@ -336,3 +336,8 @@ RENDERERS = {
     "code_execution": _code_execution,
     "host:system": _host_system,
 }
+
+
+def has_row(etype: str) -> bool:
+    """Whether a record of type `etype` has a feed row of its own (not a panel kind, not a host twin)."""
+    return etype not in PANEL_KINDS and (etype in RENDERERS or not etype.startswith("host:"))

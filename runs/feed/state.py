@@ -1,24 +1,23 @@
 """What a feed row shows besides its own event: a fold of the log up to the event before it (open
 api_call brackets, each agent's reported surface, the profiles' names, whether the run has more
-than one agent yet), resumable from any seq (`FeedState.at`).
+than one agent yet), resumable from any seq (`FeedState.at`, from the nearest checkpoint:
+`runs.feed.checkpoints`). A surface is read when a batch first holds a row of its agent.
 """
 
 from collections import namedtuple
 
-from django.db.models import Max
 from django.urls import reverse
 
 from runs.access import agent_url, turn_url
+from runs.feed import checkpoints
+from runs.feed.checkpoints import BRACKET_TYPES
 from runs.feed.rows import compact
 from runs.stream.profiles import profile_names
 from runs.stream.record import as_text, parse_timestamp, record_of
 from runs.models import Agent, Event, Run
 from surfaces.arms import spelling_for
 
-
-# What opens and force-closes an agent's api_call bracket (console.md §1.4, steps 2-5).
-BRACKET_TYPES = ("api_call", "api_result", "turn_started", "code_execution", "turn_outcome",
-                 "session_ended", "agent_transition")
+__all__ = ["BRACKET_TYPES", "Ev", "FeedState", "bridged_args"]
 
 # The Event columns a row reads, fetched as tuples (no model instances).
 Ev = namedtuple("Ev", "seq type agent_id timestamp raw tool_name ok failure turn")
@@ -69,7 +68,7 @@ class FeedState:
     """What rows show besides their own event, as of seq `seq` (everything up to it folded in)."""
 
     def __init__(self, run_pk, seq=0, open_calls=(), surfaces=None, profiles=None, agents=(), multi_from=None,
-                 started=None, absorbed=None):
+                 started=None, absorbed=None, surface_seqs=None):
         self.run_pk = run_pk
         self.started = started  # the run's first gg stamp: offsets count from it
         self.seq = seq
@@ -77,6 +76,7 @@ class FeedState:
         self.absorbed = dict(absorbed or {})  # agent -> the summary of the tool result its bracket absorbed
         self.replies = {}  # agent -> (turn, text) of its last assistant message seen by this fold
         self.surfaces = dict(surfaces or {})  # agent_id -> (apis, language), the latest reported
+        self.surface_seqs = dict(surface_seqs or {})  # agent_id -> seq of a surface not read yet
         self.profiles = dict(profiles or {})  # profile id/slug/name -> display name
         self.agents = set(agents)  # the run's agents so far (its Agent rows), until a second one
         # The seq from which the run has more than one agent: rows from there on name their agent.
@@ -93,31 +93,25 @@ class FeedState:
             or (None, None)
         if not seq:
             return cls(run_pk, 0, profiles=profile_names(capability_set), started=started)
-        upto = Event.objects.filter(run_id=run_pk, seq__lte=seq).order_by()
-        # Each agent's last bracket event and last agent_surface at or before `seq`.
-        last_bracket = upto.filter(type__in=BRACKET_TYPES).values("agent_id").annotate(last=Max("seq")).values("last")
-        last_surface = upto.filter(type="agent_surface").values("agent_id").annotate(last=Max("seq")).values("last")
-        opened = dict(Event.objects.filter(run_id=run_pk, seq__in=last_bracket, type="api_call").values_list("agent_id", "seq"))
+        held = checkpoints.state_at(run_pk, seq)
+        opened, surface_seqs = held.open_calls, held.surfaces  # agent -> its open api_call's / surface's seq
         open_calls = list(opened)
         absorbed = {}
-        if opened:  # the tool results those open brackets absorbed so far
-            results = upto.filter(type="tool_result", agent_id__in=open_calls, seq__gt=min(opened.values()))
+        if opened:  # the tool results those open brackets absorbed so far (a bracket's span, not the run's)
+            results = Event.objects.filter(run_id=run_pk, type="tool_result", agent_id__in=open_calls,
+                                           seq__gt=min(opened.values()), seq__lte=seq)
             for agent_id, rseq, raw in results.order_by("seq").values_list("agent_id", "seq", "raw"):
                 if rseq > opened[agent_id]:
                     absorbed[agent_id] = _summary(record_of(raw))
-        surfaces = {
-            agent_id: _surface(record_of(raw))
-            for agent_id, raw in Event.objects.filter(run_id=run_pk, seq__in=last_surface).values_list("agent_id", "raw")
-        }
         agents = list(Agent.objects.filter(run_id=run_pk, first_seq__lte=seq).order_by("first_seq", "id")
                       .values_list("agent_id", "first_seq")[:2])
         multi_from = agents[1][1] if len(agents) > 1 else None
-        return cls(run_pk, seq, open_calls, surfaces, profile_names(capability_set), [a for a, _ in agents], multi_from,
-                   started, absorbed)
+        return cls(run_pk, seq, open_calls, None, profile_names(capability_set), [a for a, _ in agents], multi_from,
+                   started, absorbed, surface_seqs)
 
     def copy(self):
         twin = FeedState(self.run_pk, self.seq, self.open_calls, self.surfaces, self.profiles, self.agents,
-                         self.multi_from, self.started, self.absorbed)
+                         self.multi_from, self.started, self.absorbed, self.surface_seqs)
         twin.spellings = dict(self.spellings)
         twin.replies = dict(self.replies)
         twin.hrefs = dict(self.hrefs)
@@ -139,6 +133,7 @@ class FeedState:
                 self.multi_from = ev.seq
         if ev.type == "agent_surface":
             self.surfaces[ev.agent_id] = _surface(rec)
+            self.surface_seqs.pop(ev.agent_id, None)
             self.spellings = {k: v for k, v in self.spellings.items() if k[0] != ev.agent_id}
         elif ev.type == "session_started" and isinstance(rec.get("capabilitySet"), dict):
             self.profiles = profile_names(rec["capabilitySet"])
@@ -156,9 +151,18 @@ class FeedState:
             self.absorbed.pop(ev.agent_id, None)
         self.seq = ev.seq
 
+    def read_surfaces(self, agent_ids):
+        """Read the surfaces of `agent_ids` reported before this state's seq and not read yet (one
+        query: a batch reads those of its own agents, never every agent's)."""
+        seqs = {self.surface_seqs.pop(a) for a in set(agent_ids) if a in self.surface_seqs}
+        if seqs:
+            for agent_id, raw in Event.objects.filter(run_id=self.run_pk, seq__in=seqs).values_list("agent_id", "raw"):
+                self.surfaces[agent_id] = _surface(record_of(raw))
+
     def spell(self, agent_id, operation):
         key = (agent_id, operation)
         if key not in self.spellings:
+            self.read_surfaces((agent_id,))
             apis, language = self.surfaces.get(agent_id, ([], ""))
             self.spellings[key] = spelling_for(apis, language, operation)
         return self.spellings[key]

@@ -1,15 +1,14 @@
 """The feed page (its controls and an empty window the script fills) and the pages of rows it reads:
 the tail over the socket (runs.feed.consumer.FeedConsumer), the rest over HTTP (runs.feed.history)."""
 
-from django.db.models import Count
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from runs.feed import history
+from runs.feed import checkpoints, history
 from runs.feed.filters import FeedFilter
-from runs.feed.rows import KINDS, PANEL_KINDS, RENDERERS
+from runs.feed.rows import KINDS
 from runs.models import Run
 from runs.pages.common import run_context
 
@@ -42,11 +41,9 @@ def run_feed(request, pk):
 
 def record_counts(run):
     """{records, rows, panel}: the run's stored records, how many of them the feed gives a row of
-    their own (every type but the panel kinds and the host's twins) and how many drive panels
-    only (one grouped count over the type index)."""
-    by_type = dict(run.events.order_by().values_list("type").annotate(n=Count("id")))
-    rows = sum(n for t, n in by_type.items()
-               if t not in PANEL_KINDS and (t in RENDERERS or not t.startswith("host:")))
+    their own (every type but the panel kinds and the host's twins, `has_row`) and how many drive
+    panels only — from the last feed checkpoint and the events since, whatever the run's size."""
+    rows = checkpoints.row_count(run.pk, run.last_seq)
     return {"records": run.last_seq, "rows": rows, "panel": max(run.last_seq - rows, 0)}
 
 

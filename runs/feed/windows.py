@@ -5,7 +5,7 @@
 from dataclasses import dataclass, field
 
 from runs.feed.html import render_rows
-from runs.feed.rows import PANEL_KINDS, RENDERERS, Row, raw_row, unknown_row
+from runs.feed.rows import RENDERERS, Row, has_row, raw_row, unknown_row
 from runs.feed.state import Ev, FeedState, bridged_args
 from runs.models import Event, Run
 from runs.stream.record import record_of
@@ -88,11 +88,12 @@ class FeedRenderer:
         `bridged_args`)."""
         self.read_on = read_on
         self.bridged = bridged_args(self.run_pk, events, read_on)
+        self.state.read_surfaces({ev.agent_id for ev in events})
         for ev in events:
             rec = record_of(ev.raw)
             self.state.before(ev, rec)
             row = None
-            if ev.type not in PANEL_KINDS and (ev.type in RENDERERS or not ev.type.startswith("host:")):
+            if has_row(ev.type):
                 row = RENDERERS.get(ev.type, unknown_row)(self, ev, rec)
             # A record with no row of its own still has one under the raw kind (runs.feed.filters
             # keeps those only when the raw kind is asked for).

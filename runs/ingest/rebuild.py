@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from runs.ingest import facts as run_facts
-from runs.feed import doorbell, search
+from runs.feed import checkpoints, doorbell, search
 from runs.ingest.fold import FoldRow, fold, reset_run
 from runs.ingest.fold_flush import update_rows
 from runs.models import Agent, Event, ModuleStore, RefusalRow, RejectedLine, Run
@@ -54,6 +54,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
         RefusalRow.objects.filter(run=run).delete()
         reset_run(run)
         search.forget(run.pk)
+        checkpoints.forget(run.pk)
         after = 0
         while True:
             events = list(
@@ -79,6 +80,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
             if changed:
                 update_rows(Event, changed, FOLDED_COLUMNS)
                 fixed += len(changed)
+            checkpoints.record(run.pk, after, [(row.seq, row.event.type, row.event.agent_id) for row in rows])
             total += len(events)
             after = events[-1].seq
         run.last_seq = after

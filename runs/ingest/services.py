@@ -18,7 +18,7 @@ import unicodedata
 from django.db import IntegrityError, transaction
 
 from runs import access
-from runs.feed import doorbell, search
+from runs.feed import checkpoints, doorbell, search
 from runs.ingest import writer
 from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
 
@@ -153,6 +153,7 @@ def run_delete(run: Run) -> dict:
     pk = run.pk
     with transaction.atomic():
         search.forget(pk)
+        checkpoints.forget(pk)
         gone = {
             "events": Event.objects.filter(run_id=pk).delete()[0],
             "rejected_lines": RejectedLine.objects.filter(run_id=pk).delete()[0],

@@ -28,7 +28,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from runs.ingest import facts as run_facts
-from runs.feed import doorbell, search
+from runs.feed import checkpoints, doorbell, search
 from runs.ingest.fold import FoldRow, fold
 from runs.ingest.lines import MAX_LINE_BYTES, OversizeLine, dump_record, iter_lines, parse_line
 from runs.models import Event, RejectedLine, Run
@@ -120,6 +120,7 @@ class _Import:
                     for (seq, e), line, digest, turn in zip(rows, accepted, digests, folded.turns)
                 )
                 search.index(run.pk, [(seq, line.obj) for (seq, _), line in zip(rows, accepted)])
+                checkpoints.record(run.pk, rows[0].seq - 1, [(seq, e.type, e.agent_id) for seq, e in rows])
                 if self.result.first_seq is None:
                     self.result.first_seq = rows[0].seq
             run_facts.after_chunk(run, [row.event for row in rows])  # what the runs list filters on (the log too)

@@ -170,9 +170,10 @@ def test_queries_per_batch_do_not_grow_with_events(django_assert_num_queries):
     with django_assert_num_queries(3):
         rows, _ = FeedRenderer(large.pk).next_batch(0)
     assert [r.detail for r in rows if r.kind != "raw"][:2] == ["gg.files.read_file"] * 2
-    # Resuming mid-run: the state at the cursor (open brackets and what they absorbed, surfaces,
-    # profiles, agents) is read once.
-    with django_assert_num_queries(7):
+    # Resuming mid-run: the state at the cursor is read once — the run (profiles), its last checkpoint
+    # and the events since (open brackets, which surface is whose), what the open brackets absorbed,
+    # the agents, the batch's surfaces.
+    with django_assert_num_queries(8):
         rows, _ = FeedRenderer(large.pk).next_batch(100)
     assert rows[0].seq == 101 and rows[0].detail == "gg.files.read_file"
 
