@@ -1,8 +1,14 @@
-"""Fixtures every group uses: users with and without the launch permission, and their clients.
-(Paths are `tests.paths`; each group's own helpers are `tests/<group>_helpers.py`.)"""
+"""Fixtures every group uses: users with and without the launch permission, and their clients; a
+fresh PostgreSQL database for the scale path. (Paths are `tests.paths`; each group's own helpers are
+`tests/<group>_helpers.py`.)"""
+
+import os
+import uuid
 
 import pytest
 from django.contrib.auth.models import Permission
+
+from tests.ingest_helpers import PG, manage
 
 
 @pytest.fixture
@@ -29,6 +35,27 @@ def viewer_client(client, viewer):
 def operator_client(client, operator):
     client.force_login(operator)
     return client
+
+
+@pytest.fixture
+def pg_env(tmp_path):
+    """The environment of a `manage.py` on a fresh PostgreSQL database of its own (dropped after)."""
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        admin = psycopg.connect(PG + "postgres", autocommit=True, connect_timeout=2)
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"PostgreSQL does not answer ({exc}); scripts/services starts it")
+    db = f"gg_ingest_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{db}"')
+    env = {**os.environ, "DATABASE_URL": PG + db, "GG_CONSOLE_VAR": str(tmp_path),
+           "DJANGO_SETTINGS_MODULE": "gg_console.settings"}  # fmt: skip
+    env.pop("REDIS_URL", None)
+    try:
+        manage(env, "migrate", "--noinput")
+        yield env
+    finally:
+        admin.execute(f'DROP DATABASE "{db}" WITH (FORCE)')
+        admin.close()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -7,11 +7,15 @@ is indexed in the transaction that stores it (`index`, called by `runs.ingest.wr
   ``run << 40 | seq``, so one run's rows are one rowid range (FTS5 answers range bounds from the
   index) and deleting a run is one range delete.
 * PostgreSQL (the scale path): `runs_event_search(run_id, seq, doc tsvector)` with a GIN index, the
-  ``simple`` configuration (identifiers, not English: no stemming, no stop words).
+  ``simple`` configuration (identifiers, not English: no stemming, no stop words). Text and query are
+  split into words first as FTS5 splits them (`_words_only`): PostgreSQL's parser would keep
+  `notes/zebra.txt` one file token and drop `<script>` as a tag, so `zebra` would find nothing.
 
 A query is the words an operator typed, each a literal (an FTS5 phrase, `plainto_tsquery`): every
 word must occur; nothing typed is query syntax, so no input is a syntax error.
 """
+
+import re
 
 from django.db import connection
 
@@ -43,6 +47,13 @@ def record_text(obj) -> str:
     return "\n".join(out)[:TEXT_LIMIT].replace("\x00", "\ufffd")
 
 
+_NOT_WORD = re.compile(r"[\W_]+")  # FTS5's unicode61: letters and digits make words, the rest separates
+
+
+def _words_only(text: str) -> str:
+    return _NOT_WORD.sub(" ", text)
+
+
 def _key(run_pk, seq):
     return (int(run_pk) << _SEQ_BITS) | int(seq)
 
@@ -69,7 +80,7 @@ def index(run_pk, records) -> None:
                 "INSERT INTO runs_event_search (run_id, seq, doc) SELECT %s, s, to_tsvector('simple', t)"
                 " FROM unnest(%s::bigint[], %s::text[]) AS u(s, t)"
                 " ON CONFLICT (run_id, seq) DO UPDATE SET doc = EXCLUDED.doc",
-                [run_pk, [seq for seq, _ in records], [record_text(obj) for _, obj in records]],
+                [run_pk, [seq for seq, _ in records], [_words_only(record_text(obj)) for _, obj in records]],
             )
         else:
             cursor.executemany(
@@ -125,7 +136,7 @@ def matching_seqs_sql(run_pk, query: str):
         return None
     if connection.vendor == "postgresql":
         return ("SELECT seq FROM runs_event_search WHERE run_id = %s AND doc @@ plainto_tsquery('simple', %s)",
-                [int(run_pk), " ".join(terms)])
+                [int(run_pk), _words_only(" ".join(terms))])
     phrase = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
     return (
         f"SELECT rowid - {_key(run_pk, 0)} FROM runs_event_fts WHERE runs_event_fts MATCH %s"
