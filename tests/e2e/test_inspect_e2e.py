@@ -118,3 +118,25 @@ def test_the_board_timeline_has_one_lane_per_agent_and_its_blocks_open_turns(pag
     page.wait_for_url(f"{base}/timeline/?start=*")
     assert page.locator("#timeline g.lane").count() == agents and page.locator("#zoom-out").is_visible()
     assert page.errors == [], page.errors
+
+
+AFTER_A_REFRESH = """() => new Promise(done => document.addEventListener('htmx:afterSettle', () => done(true), {once: true}))"""
+
+
+def test_a_live_pages_refresh_keeps_the_groups_the_operator_opened_and_closed(page, console_server, tmp_path):
+    stream = tmp_path / "live.ndjson"  # the authored run, still live: no session_ended yet
+    stream.write_text("".join(json.dumps(r) + "\n" for r in inspect_stream() if r.get("type") != "session_ended"))
+    console_server.manage("ingest", stream, "--run", "inspect-live")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{console_server.url}/runs/{run_pk(console_server, 'inspect-live')}/refusals/")
+    assert page.locator("#run-page[hx-trigger]").count() == 1  # live: the page re-reads itself every 3 s
+    agent, group = page.locator("details.refusal-agent").first, page.locator("details.refusal-group").first
+    assert agent.get_attribute("open") is not None and group.get_attribute("open") is None
+    group.locator(":scope > summary").click()
+    page.evaluate(AFTER_A_REFRESH)
+    assert page.locator("details.refusal-group").first.get_attribute("open") is not None  # still open
+    page.locator("details.refusal-agent").first.locator(":scope > summary").click()  # open by default: closed
+    page.evaluate(AFTER_A_REFRESH)
+    assert page.locator("details.refusal-agent").first.get_attribute("open") is None
+    assert page.locator("details.refusal-group").first.get_attribute("open") is not None
+    assert page.errors == [], page.errors
