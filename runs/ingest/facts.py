@@ -2,8 +2,8 @@
 
 Folded from the projections the write path already keeps (Run, Agent, Holding, RefusalRow), plus
 each agent's peak context, which only the log holds (kept incrementally from the chunk's
-context_breakdown records). Refusals (the Refusals tab's selector) are re-read only when a chunk
-brings a failed call or a refusal line inside the roster's window. `after_chunk` is the write path's
+context_breakdown records). The refusal counts (the Refusals tab's, over the fold's RefusalRows)
+are brought up to date from the rows a chunk stored, never re-read from the log. `after_chunk` is the write path's
 one call, inside its transaction; `manage.py refresh_facts` folds the runs whose facts are missing or
 behind, and `migrate` does the same by itself once it has brought the schema up to date
 (`after_migrate`: a database from before this table, migration 0005, needs nothing run by hand).
@@ -15,16 +15,16 @@ import logging
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from runs.stream.record import as_list, as_text, gg_record
 from runs.stream.usage import breakdown_bands
-from runs.models import Agent, Event, Run, RunFacts
+from runs.models import Agent, Event, RefusalRow, Run, RunFacts
 from runs.pages import run_selectors
-from runs.pages.common import run_agents, run_holdings
+from runs.pages.common import run_holdings
 from runs.pages.divergences import run_divergences
-from runs.pages.refusals import run_refusals, window_full
+from runs.pages.refusals import REFUSALS_READ, refusal_counts, refusal_rows
 
 log = logging.getLogger(__name__)
 # Record types after which divergences can change (rosters, transitions, spawns naming profiles).
@@ -50,22 +50,45 @@ def _declared_profiles(run: Run) -> list[dict]:
 
 
 def _refusals(run: Run, agents: list[Agent]) -> dict:
-    out = {}
-    for row in run_refusals(run, agents)["agents"]:
-        ops = out.setdefault(row["agent"].agent_id, {})
-        for turn in row["turns"]:
-            for e in turn["entries"]:
-                key = e["operation"] or e["spelling"]
-                ops[key] = ops.get(key, 0) + 1
+    """{agent id: {operation: n}} over the roster's window (`runs.pages.refusals.run_refusals`)."""
+    return refusal_counts(*refusal_rows(RefusalRow.objects.filter(run=run), REFUSALS_READ), agents)
+
+
+def _refusals_after(run: Run, agents: list[Agent], stored: dict, fresh: list) -> dict | None:
+    """The refusal counts after a chunk that stored the RefusalRows `fresh`, or None when they stand.
+
+    While neither kind of row outnumbers the roster's window, only the (agent, turn) groups the
+    chunk's rows fall in can change, and an agent's turns only grow: each agent's rows from its
+    earliest turn in the chunk are counted with and without the chunk, the difference applied to
+    `stored`. Past the window, the window is counted again (or not at all once it was full)."""
+    if not fresh:
+        return None
+    totals = RefusalRow.objects.filter(run=run).aggregate(
+        failed=Count("id", filter=Q(kind=RefusalRow.FAILED)), lines=Count("id", filter=Q(kind=RefusalRow.LINE)))
+    fresh_failed = sum(1 for r in fresh if r.kind == RefusalRow.FAILED)
+    if totals["failed"] - fresh_failed >= REFUSALS_READ and totals["lines"] - (len(fresh) - fresh_failed) >= REFUSALS_READ:
+        return None  # the window was full: rows after it change nothing
+    if totals["failed"] > REFUSALS_READ or totals["lines"] > REFUSALS_READ:
+        return _refusals(run, agents)
+    start = fresh[0].seq
+    first = {}  # agent -> its earliest turn among the chunk's rows (rows are in seq order)
+    for r in fresh:
+        first.setdefault(r.agent_id, r.turn)
+    groups = Q()
+    for agent_id, turn in first.items():
+        groups |= Q(agent_id=agent_id) & (Q(turn__gte=turn) if turn is not None else Q())
+    failed, lines = refusal_rows(RefusalRow.objects.filter(groups, run=run))
+    before = refusal_counts([r for r in failed if r[0] < start], [r for r in lines if r[0] < start], agents)
+    after = refusal_counts(failed, lines, agents)
+    out = {agent_id: dict(ops) for agent_id, ops in stored.items()}
+    for agent_id, ops in after.items():
+        mine = out.setdefault(agent_id, {})
+        for key, n in before.get(agent_id, {}).items():
+            mine[key] = mine.get(key, 0) - n
+        for key, n in ops.items():
+            mine[key] = mine.get(key, 0) + n
+        out[agent_id] = {key: n for key, n in mine.items() if n}
     return out
-
-
-def _may_refuse(classified) -> bool:
-    """A failed api_result, or a log line that may be gg's refusal line or its suppressed count."""
-    etype, rec, *_ , ok, _failure = classified
-    if etype == "api_result":
-        return ok is False
-    return etype == "log" and isinstance(rec, dict) and "refused" in str(rec.get("message"))
 
 
 def _peaks_from_log(run: Run) -> dict:
@@ -95,6 +118,9 @@ def _counts(value) -> dict:
         value, dict) else {}
 
 
+# Agent columns no figure here reads (the biggest JSON among them): not decoded on every chunk.
+_UNREAD_AGENT_FIELDS = ("last_breakdown", "withheld", "api_tools", "error_facts", "error_types", "brief",
+                        "returned", "tools", "cwd")
 COHORT_KEY = ("profile", "model", "mode", "language", "docViewTypes")
 
 
@@ -134,25 +160,31 @@ def cohorts(agents: list[Agent], refusals: dict) -> list[dict]:
     return list(out.values())
 
 
-def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None, peaks: dict | None = None) -> RunFacts:
-    """Fold `run`'s facts. With `chunk` (the write path's classified records of one append) the
-    figures the chunk cannot have changed are kept from the stored row: refusals (a bounded read of
-    the fold's RefusalRows) are folded again only after a chunk bringing a failed call or a refusal
-    line inside the roster's window. A full fold takes the run's `peaks` from a caller that has just
-    read the whole log (the rebuild, through `note_peaks`) rather than reading it again."""
+def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None, peaks: dict | None = None,
+            refusals=()) -> RunFacts:
+    """Fold `run`'s facts. With `chunk` (the write path's classified records of one append) and the
+    RefusalRows it stored (`refusals`), the figures the chunk cannot have changed are kept from the
+    stored row, and the refusal counts are brought up to date from the chunk's rows
+    (`_refusals_after`); a chunk reporting an agent's surface counts them again (the names a refusal
+    line is read by are the surface's). A full fold takes the run's `peaks` from a caller that has
+    just read the whole log (the rebuild, through `note_peaks`) rather than reading it again."""
     facts = RunFacts.objects.filter(run=run).first()
     new = facts is None
     if new:
         facts = RunFacts(run=run)
     # A run stored before this table existed has records no chunk here brought.
     full = chunk is None or (new and run.last_seq > len(chunk))
-    agents = run_agents(run)
+    agents = list(run.agents.defer(*_UNREAD_AGENT_FIELDS))
     types = {c[0] for c in chunk} if not full else set()
     if full or types & DIVERGENCE_TYPES:
-        facts.divergences = len(run_divergences(run, agents, run_holdings(run)))
-    if full or (any(_may_refuse(c) for c in chunk) and not window_full(run, run.last_seq - len(chunk) + 1)):
-        facts.refusals_by_agent = _refusals(run, agents)
-        facts.refusals = sum(n for ops in facts.refusals_by_agent.values() for n in ops.values())
+        facts.divergences = len(run_divergences(run, agents, run_holdings(run, agents)))
+    if full or ("agent_surface" in types and (refusals or facts.refusals_by_agent)):
+        counts = _refusals(run, agents)
+    else:
+        counts = _refusals_after(run, agents, facts.refusals_by_agent, refusals)
+    if counts is not None:
+        facts.refusals_by_agent = counts
+        facts.refusals = sum(n for ops in counts.values() for n in ops.values())
     if full:
         facts.peak_context = _peaks_from_log(run) if peaks is None else peaks
         facts.last_event_at = Event.objects.filter(run=run, seq=run.last_seq).values_list(
@@ -202,9 +234,10 @@ def _finite_int(value):
     return int(value) if value is not None and abs(value) < 2 ** 63 else None
 
 
-def after_chunk(run: Run, classified) -> None:
+def after_chunk(run: Run, classified, refusals=()) -> None:
     """The write path's call, after a chunk's projections are flushed (same transaction):
-    `classified` is its ``[(type, record, agentId, timestamp, operation, tool, ok, failure)]``.
+    `classified` is its ``[(type, record, agentId, timestamp, operation, tool, ok, failure)]``,
+    `refusals` the RefusalRows its fold stored.
 
     The facts are a derived read model: a fault folding them (a record shape nothing foresaw) is
     logged and leaves them behind the run (`manage.py refresh_facts` finds it) rather than costing
@@ -212,7 +245,7 @@ def after_chunk(run: Run, classified) -> None:
     reads, the same the pages make, need.)"""
     last_ts = next((c[3] for c in reversed(classified) if c[3]), None)
     try:
-        refresh(run, chunk=classified, last_timestamp=last_ts or _last_timestamp(run))
+        refresh(run, chunk=classified, last_timestamp=last_ts or _last_timestamp(run), refusals=refusals)
     except Exception:
         log.exception("run %s: the runs list's facts could not be folded", run.pk)
 

@@ -72,6 +72,7 @@ class FoldRow(NamedTuple):
 class Folded(NamedTuple):
     turns: list  # per row: the emitting agent's turn number at it (the Event.turn column), or None
     status_changed: bool  # the fold changed the run's status (the doorbell carries it)
+    refusals: list = []  # the RefusalRows the fold stored (the facts fold them on)
 
 
 def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folded:
@@ -81,11 +82,11 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folde
     projector = Projector(run)
     projector.preload([r.event.record for r in rows if r.event.record is not None])
     turns = [projector.apply(r.seq, r.event.type, r.event.record) for r in rows]
-    projector.refusal_rows = refusal_rows(run, rows, turns)
+    projector.refusal_rows = refusals = refusal_rows(run, rows, turns)
     fold_flush.flush(projector)
     if save_run:
         run.save(update_fields=RUN_PROJECTION_FIELDS + list(extra_run_fields))
-    return Folded(turns, projector.status_changed)
+    return Folded(turns, projector.status_changed, refusals)
 
 
 def refusal_rows(run: Run, rows, turns) -> list:

@@ -123,7 +123,8 @@ class _Import:
                 checkpoints.record(run.pk, rows[0].seq - 1, [(seq, e.type, e.agent_id) for seq, e in rows])
                 if self.result.first_seq is None:
                     self.result.first_seq = rows[0].seq
-            run_facts.after_chunk(run, [row.event for row in rows])  # what the runs list filters on (the log too)
+            # What the runs list filters on (the log too).
+            run_facts.after_chunk(run, [row.event for row in rows], refusals=folded.refusals)
 
             self.result.stored += len(rows)
             self.result.rejected += len(rejected)

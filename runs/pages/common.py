@@ -28,9 +28,17 @@ def run_agents(run: Run) -> list[Agent]:
     return list(run.agents.all())
 
 
-def run_holdings(run: Run) -> list[Holding]:
-    """Every roster row of the run, with its agent (one query)."""
-    return list(Holding.objects.filter(agent__run=run).select_related("agent").order_by("agent__first_seq", "position"))
+def run_holdings(run: Run, agents: list[Agent] | None = None) -> list[Holding]:
+    """Every roster row of the run, with its agent (one query): joined, or taken from `agents` (the
+    run's, already read) rather than decoding each agent's row again for every roster row."""
+    holdings = Holding.objects.filter(agent__run=run).order_by("agent__first_seq", "position")
+    if agents is None:
+        return list(holdings.select_related("agent"))
+    by_pk = {a.pk: a for a in agents}
+    out = list(holdings)
+    for h in out:
+        h.agent = by_pk[h.agent_id]
+    return out
 
 
 def call_surface(agent: Agent) -> str:

@@ -54,18 +54,28 @@ def _names_to_operations(agent: Agent) -> dict[str, str]:
     return names
 
 
-def run_refusals(run: Run, agents: list[Agent]) -> dict:
-    """Per agent, per turn, each call refused before it ran, with the counts gg's cap suppressed.
+def refusal_rows(rows, limit=None) -> tuple[list, list]:
+    """The failed results ``(seq, agent_id, turn, operation, failure)`` and the lines ``(seq, agent_id,
+    turn, message)`` of a RefusalRow queryset, in seq order (the first `limit` of each)."""
+    rows = rows.order_by("seq")
+    if limit is None:  # one query
+        failed, lines = [], []
+        for seq, kind, agent_id, turn, operation, failure, message in rows.values_list(
+                "seq", "kind", "agent_id", "turn", "operation", "failure", "message"):
+            if kind == RefusalRow.FAILED:
+                failed.append((seq, agent_id, turn, operation, failure))
+            else:
+                lines.append((seq, agent_id, turn, message))
+        return failed, lines
+    failed = rows.filter(kind=RefusalRow.FAILED).values_list("seq", "agent_id", "turn", "operation", "failure")
+    lines = rows.filter(kind=RefusalRow.LINE).values_list("seq", "agent_id", "turn", "message")
+    return list(failed[:limit]), list(lines[:limit])
 
-    A refusal is a failed api_result gg's "refused before it ran" line names (any class), or one
-    that failed `unavailable`; the line gives the message, the result the class. A line with no
-    result beside it (older streams) still counts. Totals per operation across the run.
-    """
-    rows = RefusalRow.objects.filter(run=run).order_by("seq")
-    failed = list(rows.filter(kind=RefusalRow.FAILED)
-                  .values_list("seq", "agent_id", "turn", "operation", "failure")[:REFUSALS_READ])
-    lines = list(rows.filter(kind=RefusalRow.LINE).values_list("seq", "agent_id", "turn", "message")[:REFUSALS_READ])
-    truncated = len(failed) == REFUSALS_READ or len(lines) == REFUSALS_READ
+
+def _entries(failed, lines, agents: list[Agent]):
+    """(agent -> [entry], agent -> {turn: suppressed}): each line matched to a failed result of its
+    agent's turn naming the same operation, and the unmatched results that failed `unavailable`.
+    Only rows of one (agent, turn) ever meet."""
     by_id = {a.agent_id: a for a in agents}
     results = defaultdict(list)  # (agent, turn) -> [[seq, operation, failure, matched]]
     for seq, agent_id, turn, operation, failure in failed:
@@ -95,6 +105,35 @@ def run_refusals(run: Run, agents: list[Agent]) -> dict:
             if not matched and failure == "unavailable":
                 entries[agent_id].append({"seq": seq, "turn": turn, "operation": operation, "written": "",
                                           "failure": failure, "message": ""})
+    return entries, suppressed
+
+
+def refusal_counts(failed, lines, agents: list[Agent]) -> dict:
+    """{agent id: {operation, or the name gg's line quotes: n}} as the roster counts them, for the
+    agents with a refusal or a suppressed count among `failed` and `lines` (the facts' figure)."""
+    entries, suppressed = _entries(failed, lines, agents)
+    out = {}
+    for agent in agents:
+        mine = entries.get(agent.agent_id, ())
+        if not mine and not suppressed.get(agent.agent_id):
+            continue
+        ops = out.setdefault(agent.agent_id, {})
+        for e in mine:
+            key = e["operation"] or e["written"]
+            ops[key] = ops.get(key, 0) + 1
+    return out
+
+
+def run_refusals(run: Run, agents: list[Agent]) -> dict:
+    """Per agent, per turn, each call refused before it ran, with the counts gg's cap suppressed.
+
+    A refusal is a failed api_result gg's "refused before it ran" line names (any class), or one
+    that failed `unavailable`; the line gives the message, the result the class. A line with no
+    result beside it (older streams) still counts. Totals per operation across the run.
+    """
+    failed, lines = refusal_rows(RefusalRow.objects.filter(run=run), REFUSALS_READ)
+    truncated = len(failed) == REFUSALS_READ or len(lines) == REFUSALS_READ
+    entries, suppressed = _entries(failed, lines, agents)
     roster, totals = [], Counter()
     for agent in agents:
         mine = sorted(entries.get(agent.agent_id, ()), key=lambda e: e["seq"])
@@ -116,17 +155,6 @@ def run_refusals(run: Run, agents: list[Agent]) -> dict:
                        "refused": len(mine), "suppressed": sum(capped.values())})
     return {"agents": roster, "totals": totals.most_common(), "refused": sum(totals.values()),
             "suppressed": sum(r["suppressed"] for r in roster), "truncated": truncated, "window": REFUSALS_READ}
-
-
-def window_full(run: Run, before_seq: int) -> bool:
-    """Whether the roster's window was full of both kinds of row before `before_seq`: a row after it
-    cannot change the roster (the write path's facts skip re-reading it)."""
-    failed = run.api_failures.values() if isinstance(run.api_failures, dict) else ()
-    if sum(n for n in failed if isinstance(n, int)) < REFUSALS_READ:  # the run's failed api_results: no query
-        return False
-    rows = RefusalRow.objects.filter(run=run, seq__lt=before_seq)
-    return all(rows.filter(kind=kind)[:REFUSALS_READ].count() == REFUSALS_READ
-               for kind in (RefusalRow.FAILED, RefusalRow.LINE))
 
 
 def _by_operation(entries: list[dict]) -> list[dict]:
