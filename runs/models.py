@@ -172,10 +172,14 @@ class Agent(models.Model):
         return "tool" if self.tool_calls or self.tool_failures else ""
 
     @property
+    def surface_calls(self) -> dict:
+        """{operation or tool: n} on the agent's own surface: a legacy program's tools bridged inside
+        its api calls are counted under the tools, never a second time here."""
+        return self.api_calls if self.call_surface == "api" else self.tool_calls
+
+    @property
     def call_count(self):
-        """Calls on the agent's own surface: a legacy program's tools bridged inside its api calls
-        are counted under the tools, never a second time here."""
-        return sum((self.api_calls if self.call_surface == "api" else self.tool_calls).values())
+        return sum(self.surface_calls.values())
 
 
 class ModuleStore(models.Model):

@@ -148,8 +148,7 @@ def cohorts(agents: list[Agent], refusals: dict) -> list[dict]:
         c["turns"] += agent.turns
         c["errorTurns"] += agent.error_turn_count
         add_counts(c["errorTurnsByKind"], _counts(agent.error_turns))
-        add_counts(c["calls"], _counts(agent.api_calls))
-        add_counts(c["calls"], _counts(agent.tool_calls))
+        add_counts(c["calls"], _counts(agent.surface_calls))
         add_counts(c["refusals"], refusals.get(agent.agent_id, {}))
         add_counts(c["failures"], {f"api {k}": v for k, v in _counts(agent.api_failures).items()})
         add_counts(c["failures"], {f"tool {k}": v for k, v in _counts(agent.tool_failures).items()})

@@ -128,7 +128,9 @@ def agent_surface_counts(agent: Agent) -> dict:
     surface was not offered "nothing": its calls are `unjoined_calls` (no surface to join them to).
     """
     language = agent.program_language
-    tools = [{"name": str(name), "calls": agent.tool_calls.get(str(name), 0), "ending": str(name) in ENDING_TOOLS}
+    via = _calls_behind_tools(agent)
+    tools = [{"name": str(name), "calls": agent.tool_calls.get(str(name), 0), "ending": str(name) in ENDING_TOOLS,
+              "via": via.get(str(name), [])}
              for name in agent.tools]
     apis, offered_ops = [], set()
     for api in agent.apis:
@@ -148,9 +150,12 @@ def agent_surface_counts(agent: Agent) -> dict:
                      "brief": str(api.get("description") or (catalogue_module.brief if catalogue_module else "")),
                      "functions": functions})
     offered_tools = {t["name"] for t in tools}
+    # An older surface offering tools and no apis: a call joined to an offered tool behind it is that
+    # tool's (gg's pre-operation join), not a call outside the surface.
+    joined = {call for call, behind in agent.api_tools.items() if set(behind) & offered_tools} if not agent.apis else set()
     outside = (
         [{"name": call_spelling(agent, op), "operation": op, "calls": n}
-         for op, n in sorted(agent.api_calls.items()) if op not in offered_ops]
+         for op, n in sorted(agent.api_calls.items()) if op not in offered_ops and op not in joined]
         + [{"name": name, "operation": "", "calls": n}
            for name, n in sorted(agent.tool_calls.items()) if name not in offered_tools]
     )
@@ -159,6 +164,17 @@ def agent_surface_counts(agent: Agent) -> dict:
             "doc_view_types": agent.doc_view_types, "tools": tools, "apis": apis,
             "withheld": [str(t) for t in agent.withheld],
             "unoffered_calls": outside if reported else [], "unjoined_calls": [] if reported else outside}
+
+
+def _calls_behind_tools(agent: Agent) -> dict:
+    """{tool: [{call, calls}]}: the api calls ({object, function} or operation) whose brackets held
+    that tool, most first — a legacy program's calls attributed to the tools behind them, the way
+    gg's pre-operation console read them (stream.md §10, console.md §1.4)."""
+    out = {}
+    for call, behind in (agent.api_tools or {}).items():
+        for tool, n in (behind or {}).items():
+            out.setdefault(str(tool), []).append({"call": str(call), "calls": n})
+    return {tool: sorted(rows, key=lambda r: (-r["calls"], r["call"])) for tool, rows in out.items()}
 
 
 def reference_not_offered(agent: Agent, surface: dict) -> dict:

@@ -35,8 +35,7 @@ def arms_comparison(agents: list[Agent]) -> dict:
         arm["modes"].add(agent.execution_mode)
         arm["turns"] += agent.turns
         arm["error_turns"] += agent.error_turn_count
-        arm["calls"].update(agent.api_calls)
-        arm["calls"].update(agent.tool_calls)
+        arm["calls"].update(agent.surface_calls)
         arm["docs_view"] += agent.context_bands.get("docs_view", 0)
         arm["search_results"] += agent.context_bands.get("search_results", 0)
     ordered = sorted(arms.values(), key=lambda a: (not a["language"], a["language"], a["doc_view_types"]))

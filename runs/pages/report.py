@@ -59,7 +59,8 @@ def _surface(agent) -> dict:
     surface = agent_surface_counts(agent)
     return {
         "reported": surface["reported"],
-        "tools": [{"name": t["name"], "calls": t["calls"]} for t in surface["tools"]],
+        "tools": [{"name": t["name"], "calls": t["calls"], **({"via": t["via"]} if t["via"] else {})}
+                  for t in surface["tools"]],
         "apis": [{"module": a["module"], "path": a["path"], "functions": a["functions"]} for a in surface["apis"]],
         "withheld": surface["withheld"],
         "unofferedCalls": surface["unoffered_calls"],
