@@ -150,6 +150,8 @@ class Agent(models.Model):
     suspended = models.DurationField(default=timedelta(0))
     blocked_since = models.DateTimeField(null=True, blank=True)
     first_seq = models.PositiveBigIntegerField(default=0)
+    # Call pairing between chunks and generated tokens over model time (runs.stream.call_times).
+    timing = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "agent_id"], name="agent_unique_per_run")]
@@ -240,6 +242,7 @@ class Event(models.Model):
     ok = models.BooleanField(null=True)
     failure = models.CharField(max_length=64, blank=True)
     turn = models.PositiveIntegerField(null=True)  # the agent's turn number at this event
+    call_ms = models.FloatField(null=True)  # on a call's result: ms since its opening half (the fold pairs them)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "seq"], name="event_seq_per_run")]

@@ -49,6 +49,7 @@ from typing import NamedTuple
 from runs.ingest import fold_flush
 from runs.ingest.fold_types import HANDLERS
 from runs.models import Agent, ModuleStore, RefusalRow, Run
+from runs.stream import call_times
 from runs.stream.record import Decoded, as_list, as_text, parse_timestamp, roster_module_id
 from runs.stream.vocabulary import ID_MAX, STATE_KINDS
 
@@ -73,6 +74,7 @@ class Folded(NamedTuple):
     turns: list  # per row: the emitting agent's turn number at it (the Event.turn column), or None
     status_changed: bool  # the fold changed the run's status (the doorbell carries it)
     refusals: list = []  # the RefusalRows the fold stored (the facts fold them on)
+    call_ms: list = []  # per row: on a call's result, the call's milliseconds (the Event.call_ms column), or None
 
 
 def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folded:
@@ -83,10 +85,11 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folde
     projector.preload([r.event.record for r in rows if r.event.record is not None])
     turns = [projector.apply(r.seq, r.event.type, r.event.record) for r in rows]
     projector.refusal_rows = refusals = refusal_rows(run, rows, turns)
+    call_ms = call_times.call_times(projector.agents, rows, turns)
     fold_flush.flush(projector)
     if save_run:
         run.save(update_fields=RUN_PROJECTION_FIELDS + list(extra_run_fields))
-    return Folded(turns, projector.status_changed, refusals)
+    return Folded(turns, projector.status_changed, refusals, call_ms)
 
 
 def refusal_rows(run: Run, rows, turns) -> list:

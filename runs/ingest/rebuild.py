@@ -13,7 +13,7 @@ from runs.stream.record import Decoded, RecordError, decode, loads_record
 
 REBUILD_CHUNK = 2000
 # The Event columns the fold computes (every Decoded field but the record, and the turn).
-FOLDED_COLUMNS = ["type", "agent_id", "timestamp", "operation", "tool_name", "ok", "failure", "turn"]
+FOLDED_COLUMNS = ["type", "agent_id", "timestamp", "operation", "tool_name", "ok", "failure", "turn", "call_ms"]
 
 
 def _stored_columns(event) -> Decoded:
@@ -70,9 +70,9 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
             folded = fold(run, rows, save_run=False)
             search.index(run.pk, texts)  # from the objects just decoded: each line is read once
             changed = []
-            for e, row, turn in zip(events, rows, folded.turns):
+            for e, row, turn, ms in zip(events, rows, folded.turns, folded.call_ms):
                 d = row.event
-                new = (d.type, d.agent_id, d.timestamp, d.operation, d.tool_name, d.ok, d.failure, turn)
+                new = (d.type, d.agent_id, d.timestamp, d.operation, d.tool_name, d.ok, d.failure, turn, ms)
                 if new != tuple(getattr(e, c) for c in FOLDED_COLUMNS):
                     for column, value in zip(FOLDED_COLUMNS, new):
                         setattr(e, column, value)

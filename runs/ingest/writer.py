@@ -116,8 +116,8 @@ class _Import:
                 now = connection.ops.adapt_datetimefield_value(timezone.now())
                 _insert_events(
                     (run.pk, seq, e.type, e.agent_id, e.timestamp, now, line.raw, digest, e.operation, e.tool_name,
-                     e.ok, e.failure, turn)
-                    for (seq, e), line, digest, turn in zip(rows, accepted, digests, folded.turns)
+                     e.ok, e.failure, turn, ms)
+                    for (seq, e), line, digest, turn, ms in zip(rows, accepted, digests, folded.turns, folded.call_ms)
                 )
                 search.index(run.pk, [(seq, line.obj) for (seq, _), line in zip(rows, accepted)])
                 checkpoints.record(run.pk, rows[0].seq - 1, [(seq, e.type, e.agent_id) for seq, e in rows])
@@ -182,7 +182,7 @@ class _Import:
 
 _EVENT_COLUMNS = (
     "run_id", "seq", "type", "agent_id", "timestamp", "received_at", "raw", "digest",
-    "operation", "tool_name", "ok", "failure", "turn",
+    "operation", "tool_name", "ok", "failure", "turn", "call_ms",
 )  # fmt: skip
 
 

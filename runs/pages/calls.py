@@ -13,22 +13,13 @@ import math
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
-from runs.stream.record import parse_timestamp
 from runs.models import Event, Run
-from runs.stream.record import gg_record
+from runs.stream.record import finite_number, gg_record, ms_between
 
 OPENING = {"api_call": "api_result", "tool_call": "tool_result"}
 CLOSING = {v: k for k, v in OPENING.items()}
 CALL_TYPES = tuple(OPENING) + tuple(CLOSING)
 CALL_COLUMNS = ("seq", "type", "agent_id", "turn", "timestamp", "operation", "tool_name", "ok", "failure")
-
-
-def ms_between(start: str, end: str):
-    """Milliseconds from stamp `start` to stamp `end` (float), or None when either cannot be read."""
-    a, b = parse_timestamp(start), parse_timestamp(end)
-    if a is None or b is None:
-        return None
-    return (b - a).total_seconds() * 1000
 
 
 @dataclass
@@ -125,9 +116,9 @@ def generated_throughput(run: Run, **filters) -> dict:
         rec = gg_record(raw)
         if etype == "usage":
             tokens = rec.get("tokens") if isinstance(rec.get("tokens"), dict) else {}
-            if _number(tokens.get("output")):
+            if finite_number(tokens.get("output")):
                 output[(agent_id, turn)] += tokens["output"]
-        elif _number(rec.get("requestMs")) and rec["requestMs"] > 0:
+        elif finite_number(rec.get("requestMs")) and rec["requestMs"] > 0:
             model_ms[(agent_id, turn)] = rec["requestMs"]
     both = [key for key in model_ms if key in output]
     by_agent = defaultdict(list)
@@ -150,12 +141,8 @@ def timing_split(rec: dict) -> dict | None:
     if not rec:
         return None
     phases = [(name, rec.get(key)) for key, name in TIMING_PHASES]
-    phases = [(name, v if _number(v) and v >= 0 else 0) for name, v in phases]
+    phases = [(name, v if finite_number(v) and v >= 0 else 0) for name, v in phases]
     return {"phases": phases, "total": sum(v for _, v in phases)}
-
-
-def _number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def run_latency(run: Run) -> dict:

@@ -317,6 +317,19 @@ def parse_timestamp(value):
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
 
 
+def ms_between(start: str, end: str):
+    """Milliseconds from stamp `start` to stamp `end` (float), or None when either cannot be read."""
+    a, b = parse_timestamp(start), parse_timestamp(end)
+    if a is None or b is None:
+        return None
+    return (b - a).total_seconds() * 1000
+
+
+def finite_number(value) -> bool:
+    """A JSON number (not a bool) that is finite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def clock(timestamp):
     """gg's RFC 3339 stamp "2026-07-24T04:34:39.0674579Z" -> "04:34:39.067"; anything else as written."""
     if not (len(timestamp) >= 19 and timestamp[10] == "T" and timestamp[13] == ":"):
