@@ -14,6 +14,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from runs.models import Event, Run
+from runs.stream.call_times import SURFACES, pooled
 from runs.stream.record import finite_number, gg_record, ms_between
 
 OPENING = {"api_call": "api_result", "tool_call": "tool_result"}
@@ -130,7 +131,7 @@ def generated_throughput(run: Run, **filters) -> dict:
 
 def _pooled(keys, output, model_ms):
     tokens, ms = sum(output[k] for k in keys), sum(model_ms[k] for k in keys)
-    return {"tokens": tokens, "ms": ms, "turns": len(keys), "per_second": tokens / (ms / 1000) if ms else None}
+    return _with_rate({"tokens": tokens, "ms": ms, "turns": len(keys)})
 
 
 TIMING_PHASES = (("promptMs", "prompt"), ("requestMs", "request"), ("responseMs", "response"))
@@ -145,13 +146,48 @@ def timing_split(rec: dict) -> dict | None:
     return {"phases": phases, "total": sum(v for _, v in phases)}
 
 
-def run_latency(run: Run) -> dict:
-    """{"run": latency_table over every call, "agents": {agent_id: latency_table}} (one query)."""
-    every = pair_calls(call_rows(run))
-    by_agent = defaultdict(list)
-    for call in every:
-        by_agent[call.agent_id].append(call)
-    return {"run": latency_table(every), "agents": {a: latency_table(c) for a, c in by_agent.items()}}
+def run_latency(run: Run, agents) -> dict:
+    """{"run": latency_table over every call, "agents": {agent_id: latency_table}} off what the fold
+    keeps (one query): the calls, failures and timed calls per agent and operation or tool from the
+    agents' `timing` (`agents`: the run's Agents), the nearest-rank p50 and p95 from each timed
+    result's `Event.call_ms` (one narrow column per call, never its halves paired again)."""
+    groups = defaultdict(lambda: {"count": 0, "failures": 0, "timed": 0})
+    for agent in agents:
+        for key, (n, failed, timed) in (agent.timing.get("calls") or {}).items():
+            surface, name = key.split("|", 1)
+            for g in (groups[(agent.agent_id, surface, name)], groups[(None, surface, name)]):
+                g["count"] += n
+                g["failures"] += failed
+                g["timed"] += timed
+    durations = defaultdict(list)
+    timed = (Event.objects.filter(run=run, type__in=tuple(CLOSING), call_ms__isnull=False).order_by()
+             .values_list("agent_id", "type", "operation", "tool_name", "call_ms"))
+    for agent_id, etype, operation, tool_name, ms in timed.iterator(chunk_size=5000):
+        surface = SURFACES[etype]
+        name = operation if surface == "api" else tool_name
+        durations[(agent_id, surface, name)].append(ms)
+        durations[(None, surface, name)].append(ms)
+    tables = defaultdict(list)
+    for (agent_id, surface, name), g in groups.items():
+        if not g["count"]:
+            continue
+        ms = durations.get((agent_id, surface, name), ())
+        tables[agent_id].append({"surface": surface, "name": name, **g, "failure_rate": g["failures"] / g["count"],
+                                 "p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95)})
+    order = lambda r: (-r["count"], r["surface"], r["name"])  # noqa: E731
+    return {"run": sorted(tables.pop(None, []), key=order),
+            "agents": {agent_id: sorted(rows, key=order) for agent_id, rows in tables.items()}}
+
+
+def run_throughput(agents) -> dict:
+    """`generated_throughput` of a whole run off the fold's per-agent pooling (`Agent.timing`): no query."""
+    mine = {a.agent_id: pooled(a.timing) for a in agents}
+    every = {k: sum(p[k] for p in mine.values()) for k in ("tokens", "ms", "turns")}
+    return {"run": _with_rate(every), "agents": {a: _with_rate(p) for a, p in mine.items() if p["turns"]}}
+
+
+def _with_rate(p):
+    return {**p, "per_second": p["tokens"] / (p["ms"] / 1000) if p["ms"] else None}
 
 
 def latency_doc(table) -> list[dict]:

@@ -83,8 +83,8 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
     for h in holdings:
         held[h.agent_id].append(h)
     refused = {r["agent"].agent_id: r for r in refusals["agents"]}
-    latency = calls.run_latency(run) if timing else None
-    throughput = calls.generated_throughput(run) if timing else None
+    latency = calls.run_latency(run, agents) if timing else None
+    throughput = calls.run_throughput(agents) if timing else None
     durations = run_selectors.agent_durations(run)
 
     def agent_doc(row) -> dict:

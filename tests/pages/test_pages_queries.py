@@ -62,3 +62,22 @@ def test_arms_stores_and_report_read_context_off_the_projections(viewer_client):
     # and the figures are the projection's: docs_view is turn % 50 on every root turn
     root = run.agents.get(agent_id="root")
     assert root.context_bands["docs_view"] == sum(t % 50 for t in range(1, root.turns + 1))
+
+
+def test_report_and_compare_stay_flat_in_the_run_size(viewer_client):
+    """The report and the comparison make as many queries on 2,000 events as on 200, and read no
+    stored record: latency and tokens per second come off the fold's call times and agent timing."""
+    runs = {n: (make_run(f"a{n}", n), make_run(f"b{n}", n)) for n in (200, 2_000)}
+    counts = {}
+    for n, (a, b) in runs.items():
+        urls_ = [reverse("runs:api_report", args=[a.pk]), reverse("runs:api_compare") + f"?a={a.pk}&b={b.pk}",
+                 reverse("runs:compare") + f"?a={a.pk}&b={b.pk}"]
+        for i, url in enumerate(urls_):
+            with CaptureQueriesContext(connection) as captured:
+                assert viewer_client.get(url).status_code == 200, url
+            counts[(n, i)] = len(captured)
+            read = [q["sql"] for q in captured if '"runs_event"."raw"' in q["sql"]]
+            assert not read, (url, read)
+            halves = [q["sql"] for q in captured if "'api_call'" in q["sql"] or "'tool_call'" in q["sql"]]
+            assert not halves, (url, halves)
+    assert [counts[(200, i)] for i in range(3)] == [counts[(2_000, i)] for i in range(3)]
