@@ -104,6 +104,11 @@ else:
 # session_ended): GG_RUN_STALE_SECONDS, default five minutes.
 RUN_STALE_SECONDS = int(os.environ.get("GG_RUN_STALE_SECONDS", "300"))
 
+# Model prices (USD per million tokens of each class) over the defaults in runs/stream/prices.py:
+# {"vendor/model": {"input": 3.0, "cached": 0.3, "output": 15.0, "reasoning": 15.0}}; "vendor/*"
+# prices a whole vendor. Used where the stream carries no cost; README "Model prices".
+GG_MODEL_PRICES = {}
+
 REDIS_URL = os.environ.get("REDIS_URL", "")
 
 # The built-in engine (README "The shell's confinement and the provider allowlists").

@@ -152,6 +152,9 @@ class Agent(models.Model):
     first_seq = models.PositiveBigIntegerField(default=0)
     # Call pairing between chunks and generated tokens over model time (runs.stream.call_times).
     timing = models.JSONField(default=dict, blank=True)
+    # The agent's first and latest gg stamps, verbatim (its own working span, for the active clock).
+    first_timestamp = models.CharField(max_length=64, blank=True)
+    last_timestamp = models.CharField(max_length=64, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "agent_id"], name="agent_unique_per_run")]

@@ -232,6 +232,11 @@ class Projector:
             sid = rec.get("sessionId")
             if sid:
                 run.session_id = as_text(sid)
+        stamp = rec.get("timestamp")
+        if isinstance(stamp, str) and stamp:
+            agent.last_timestamp = stamp[:64]
+            if not agent.first_timestamp:
+                agent.first_timestamp = agent.last_timestamp
         pid = rec.get("parentAgentId")
         if pid and not agent.parent_agent_id:
             agent.parent_agent_id = as_text(pid)

@@ -13,10 +13,15 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs.stream.record import as_list, gg_record
+from runs.stream.prices import model_prices
 from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Holding, Run
 from runs.pages.common import (call_spelling, call_surface, failed_calls, function_spelling, get_run,
-                               run_agents, run_context)
+                               run_agents, run_context, run_holdings)
+from runs.pages.costs import agent_spend
+from runs.pages.divergences import run_divergences
+from runs.pages.profile_modules import profile_modules
+from runs.pages.stores import store_index
 from runs.pages.agent_timing import agent_timing
 from runs.pages.origins import error_turn_numbers
 from runs.pages.profiles import profile_rows
@@ -37,9 +42,16 @@ ENDING_TOOLS = frozenset(t for e in ENDINGS.values() for t in e.tools)
 def agents_page(request, pk):
     run = get_run(pk)
     agents = run_agents(run)
-    rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent)}
-            for row in agent_forest(agents)]
-    return render(request, "runs/agents.html", run_context(run, "agents", rows=rows, profiles=profile_rows(run, agents)))
+    table = model_prices()
+    rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent),
+             "spend": agent_spend(row.agent, table)} for row in agent_forest(agents)]
+    holdings = run_holdings(run)
+    modules = profile_modules(run, agents, holdings, store_index(run, agents, holdings),
+                              run_divergences(run, agents, holdings))
+    profiles = profile_rows(run, agents)
+    for p in profiles:
+        p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": []})
+    return render(request, "runs/agents.html", run_context(run, "agents", rows=rows, profiles=profiles))
 
 
 @require_GET

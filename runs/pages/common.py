@@ -11,13 +11,16 @@ from django.shortcuts import get_object_or_404
 
 from runs.models import Agent, Holding, Run
 from runs.pages import run_selectors
+from runs.pages.costs import run_costs
 from runs.stream.vocabulary import TURN_ERROR_TYPE_LABELS, TURN_ERROR_TYPES
 from surfaces.arms import member_separator, spelling_for
 
 
 def run_context(run: Run, tab: str, **extra) -> dict:
     """The context every page extending runs/run_base.html needs (the header and the tab bar)."""
-    return {"run": run, "tab": tab, "header": run_selectors.run_header(run), **extra}
+    header = run_selectors.run_header(run)
+    header["spend"] = run_costs(run)  # the cost the header shows: priced where the stream has none
+    return {"run": run, "tab": tab, "header": header, **extra}
 
 
 def get_run(pk) -> Run:

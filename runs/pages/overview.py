@@ -1,46 +1,76 @@
-"""A run's Overview tab (templates/runs/run_detail.html): the clocks, the declared profiles and the
-rejected lines. Tests: tests/pages/test_overview.py, tests/ingest/test_ingest_pages.py. (The runs list
-is runs.across.)
+"""A run's Overview tab (templates/runs/run_detail.html): the runtime card, the rates, the cost and
+tokens widgets, the declared profiles and the rejected lines. Tests: tests/pages/test_overview.py,
+tests/pages/test_costs_rates.py, tests/ingest/test_ingest_pages.py. (The runs list is runs.across.)
 """
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from datetime import timedelta
 
-from django.db.models import Count, Q, Sum
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs.stream.profiles import profile_key, profiles
-from runs.stream.record import as_list
+from runs.stream.record import as_list, parse_timestamp
 from runs.models import Agent, RejectedLine, Run
 from runs.pages.common import get_run, run_context
+from runs.stream.call_times import pooled
+
 
 @require_GET
 def overview_page(request, pk):
     run = get_run(pk)
     context = run_context(run, "overview", profiles=run_profiles(run), rejected_lines=run_rejected_lines(run))
     context["clocks"] = run_clocks(run, duration=context["header"]["duration"])
+    context["rates"], context["costs"] = run_rates(run), context["header"]["spend"]
     return render(request, "runs/run_detail.html", context)
 
 
 def run_clocks(run: Run, *, duration=None) -> dict:
-    """The overview's clocks (one query): runtime (against the declared ``maxRuntimeSecs``),
-    waiting — the agents' closed blocked suspensions summed — and how many agents stand in each
-    status now. ``{"runtime", "max_runtime", "waiting", "blocked_now", "by_status": [(status, n)]}``"""
-    rows = Agent.objects.filter(run=run).values("status").annotate(
-        n=Count("id"), waiting=Sum("suspended"), blocked=Count("id", filter=Q(blocked_since__isnull=False)))
-    waiting, blocked_now, by_status = timedelta(0), 0, []
-    for row in rows.order_by("status"):
-        by_status.append((row["status"], row["n"]))
-        waiting += row["waiting"] or timedelta(0)
-        blocked_now += row["blocked"]
+    """The overview's runtime card (one query, a row per agent): runtime (against the declared
+    ``maxRuntimeSecs``); active — each agent's own working span (its first to its latest stamp)
+    minus its blocked waits, summed; waiting — the agents' closed blocked suspensions summed; and
+    how many agents stand in each status now. ``{"runtime", "max_runtime", "runtime_share",
+    "active", "waiting", "blocked_now", "by_status": [(status, n)]}``"""
+    rows = Agent.objects.filter(run=run).values_list("status", "suspended", "blocked_since", "first_timestamp",
+                                                     "last_timestamp")
+    waiting, active, blocked_now, by_status = timedelta(0), timedelta(0), 0, Counter()
+    for status, suspended, blocked_since, first, last in rows:
+        by_status[status] += 1
+        waiting += suspended or timedelta(0)
+        blocked_now += blocked_since is not None
+        start, end = parse_timestamp(first), parse_timestamp(last)
+        if start is not None and end is not None:
+            open_wait = max(end - blocked_since, timedelta(0)) if blocked_since is not None else timedelta(0)
+            active += max(end - start - (suspended or timedelta(0)) - open_wait, timedelta(0))
     limits = run.capability_set.get("limits") if isinstance(run.capability_set, dict) else None
     max_runtime = limits.get("maxRuntimeSecs") if isinstance(limits, dict) else None
-    if not isinstance(max_runtime, (int, float)) or isinstance(max_runtime, bool):
+    if not isinstance(max_runtime, (int, float)) or isinstance(max_runtime, bool) or max_runtime <= 0:
         max_runtime = None
+    share = duration.total_seconds() / max_runtime if duration is not None and max_runtime else None
     return {"runtime": duration, "max_runtime": timedelta(seconds=max_runtime) if max_runtime else None,
-            "waiting": waiting, "blocked_now": blocked_now, "by_status": by_status}
+            "runtime_share": share, "active": active, "waiting": waiting, "blocked_now": blocked_now,
+            "by_status": sorted(by_status.items())}
+
+
+def run_rates(run: Run) -> dict:
+    """Generated tokens/s pooled over the run and per model — tokens over time inside model calls,
+    from each agent's pooled model time the fold keeps (Agent.timing, runs.stream.call_times; one
+    query, no log read) — and calls per response pooled over the run (calls over turns, never a
+    mean of ratios). {"throughput": pooled, "models": {model_id: pooled}, "calls_per_response"}."""
+    every, models = [0, 0, 0], defaultdict(lambda: [0, 0, 0])
+    for model_id, timing in Agent.objects.filter(run=run).values_list("model_id", "timing"):
+        figures = pooled(timing or {})
+        if figures["turns"]:
+            for acc in (every, models[model_id]):
+                acc[0], acc[1], acc[2] = acc[0] + figures["tokens"], acc[1] + figures["ms"], acc[2] + figures["turns"]
+    return {"throughput": _rate(*every), "models": {m: _rate(*f) for m, f in sorted(models.items())},
+            "calls_per_response": run.call_count / run.turn_count if run.turn_count else None}
+
+
+def _rate(tokens, ms, turns):
+    return {"tokens": tokens, "ms": ms, "turns": turns, "per_second": tokens / (ms / 1000) if ms else None}
 
 
 def run_profiles(run: Run) -> list[dict]:

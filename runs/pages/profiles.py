@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import Counter
 
 from runs.models import Agent, Run
+from runs.pages.costs import agent_spend
+from runs.stream.prices import model_prices
 from runs.stream.profiles import find_profile, profile_key, profile_keys, profile_name, profiles
 from runs.stream.record import as_list
 from runs.stream.usage import num, total_tokens
@@ -41,21 +43,27 @@ def _share(part, whole):
     return round(100 * part / whole) if part and whole else None
 
 
+def group_key(run: Run, agent: Agent) -> str:
+    """The per-profile row an agent counts under: its configured profile's key, else its own id."""
+    found = find_profile(run.capability_set, agent.profile_id)
+    return profile_key(found) if found else agent.profile_id
+
+
 def profile_rows(run: Run, agents: list[Agent]) -> list[dict]:
     configured = profiles(run.capability_set)
     groups: dict[str, list[Agent]] = {profile_key(p): [] for p in configured}
     for a in agents:
-        found = find_profile(run.capability_set, a.profile_id)
-        groups.setdefault(profile_key(found) if found else a.profile_id, []).append(a)
+        groups.setdefault(group_key(run, a), []).append(a)
     run_tokens = total_tokens((run.usage or {}).get("tokens")) or 0
-    run_cost = num(((run.usage or {}).get("cost") or {}).get("comparable")) or 0
+    table = model_prices()
+    spends = {a.pk: agent_spend(a, table) for a in agents}
+    run_cost = sum(s["cost"] for s in spends.values() if s["cost"] is not None)
     rows = []
     for key, members in groups.items():
         profile = next((p for p in configured if key in profile_keys(p)), None)
         tokens = sum(total_tokens((a.usage or {}).get("tokens")) or 0 for a in members)
-        costs = [num(((a.usage or {}).get("cost") or {}).get("comparable")) for a in members]
-        costs = [c for c in costs if c is not None]
-        cost = sum(costs) if costs else None
+        costs = [spends[a.pk] for a in members if spends[a.pk]["cost"] is not None]
+        cost = sum(c["cost"] for c in costs) if costs else None
         peaks = [num((a.last_breakdown or {}).get("totalTokens")) for a in members]
         peaks = [p for p in peaks if p is not None]
         turns = sum(a.turns for a in members)
@@ -67,14 +75,14 @@ def profile_rows(run: Run, agents: list[Agent]) -> list[dict]:
             called.update(a.tool_calls)
         surfaced = sum(1 for a in members if a.surface_reported)
         rows.append({
-            "key": key or "(none)",
+            "key": key or "(none)", "group": key,
             "name": profile_name(profile) if profile else (key or "(none)"),
             "configured": profile is not None,
             "model": str((profile or {}).get("modelId") or "") or ", ".join(sorted({a.model_id for a in members if a.model_id})),
             "instances": len(members),
             "turns": turns,
             "tokens": tokens, "token_share": _share(tokens, run_tokens),
-            "cost": cost,
+            "cost": cost, "cost_estimated": any(c["estimated"] for c in costs),
             "cost_share": _share(cost, run_cost),
             "peak_context": max(peaks) if peaks else None,
             "mean_context": round(sum(peaks) / len(peaks)) if len(peaks) > 1 else None,

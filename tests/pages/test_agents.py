@@ -26,9 +26,9 @@ def test_roster_is_the_forest_with_successions_and_forks_tagged(viewer_client, r
     assert "⇢ fsm · verify" in text["writer-c"]
     # profile, model, mode, language, docViewTypes, role, status, turns, calls, error turns, failed calls, suspended
     assert text["root"].split() == ["root", "root", "vendor/big", "responses_as_code", "python", "return+errors",
-                                    "standard", "done", "2", "9", "1", "4", "0.0s"]
+                                    "standard", "done", "2", "9", "1", "4", "$0.03", "0.0s"]
     assert text["AUTH-1.0r"].split() == ["AUTH-1.0r", "reviewer", "vendor/small", "tool_calling", "—", "—",
-                                         "review", "done", "1", "4", "0", "1", "0.0s"]
+                                         "review", "done", "1", "4", "0", "1", "$0.001", "0.0s"]
 
 
 def test_suspended_time_on_the_roster_and_the_agent_page(viewer_client):

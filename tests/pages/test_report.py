@@ -175,7 +175,7 @@ def test_the_report_carries_the_figures_the_roster_refusals_and_arms_pages_show(
     roster = rows(page("agents"), "data-agent")
     assert [agent for agent, _ in roster] == [a["agentId"] for a in doc["agents"]]  # forest order
     for (_, text), a in zip(roster, doc["agents"]):
-        turns, calls, error_turns = text.split()[-5:-2]
+        turns, calls, error_turns = text.split()[-6:-3]
         assert (int(turns), int(calls), int(error_turns)) == (a["turns"], a["calls"], a["errorTurns"]), a["agentId"]
 
     totals = [(op, text.split()[-1]) for op, text in rows(page("refusals"), "data-operation") if text.startswith(op)]

@@ -1,0 +1,95 @@
+"""What each profile held (issue 20, "Per-profile view"), for the Agents tab: per module kind the
+declared configuration (the profile's capability params: ownership, and the memories scope, with
+gg's defaults) beside what its instances reported (stores, ownership, scope, origins), the
+distribution badge read off the stores' sharing (console.md §1.6), and the divergences its
+instances showed, as `declared → observed` notes. Computed from the roster rows and the store
+index, never the log. Tests: tests/pages/test_profile_detail.py.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from runs.models import Agent, Holding, Run
+from runs.pages.stores import StoreView
+from runs.pages.profiles import group_key
+from runs.stream.profiles import profile_key, profiles
+from runs.stream.record import as_list
+from runs.stream.vocabulary import MODULE_KINDS
+from surfaces.catalogue import CAPABILITIES
+
+# The capability that backs each module kind (history is every agent's own, declared by none).
+KIND_CAPABILITY = {"memories": "memories", "tasks": "tasks", "board": "project-management",
+                   "skills": "skills", "archive": "agent-managed-context"}
+# A store's sharing (runs.pages.stores) as the per-profile badge gg's console prints.
+BADGES = {"instance": "per instance", "agent": "agent-scoped", "carried": "handed on", "run": "run-global",
+          "mixed": "split"}
+
+
+def declared_modules(profile: dict | None) -> dict[str, dict]:
+    """{kind: {ownership, scope}} for each module-backed capability the profile switches on; the
+    params' values, else gg's defaults (ownership `owned`, memories scope `isolated`)."""
+    out = {}
+    for cap in as_list((profile or {}).get("capabilities")):
+        cap_id = cap if isinstance(cap, str) else (cap.get("id") if isinstance(cap, dict) else None)
+        if isinstance(cap, dict) and cap.get("enabled") is False:
+            continue
+        kind = next((k for k, c in KIND_CAPABILITY.items() if c == cap_id), None)
+        if kind is None:
+            continue
+        params = cap.get("params") if isinstance(cap, dict) and isinstance(cap.get("params"), dict) else {}
+        defaults = CAPABILITIES[cap_id].params
+        declared = {"ownership": str(params.get("ownership") or defaults.get("ownership") or "owned")}
+        if kind == "memories":
+            declared["scope"] = str(params.get("scope") or defaults["scope"])
+        out[kind] = declared
+    return out
+
+
+def _badge(profile_stores: list[StoreView], other_profile_holds) -> str:
+    sharing = {"run" if other_profile_holds(s) else s.sharing for s in profile_stores}
+    return (sharing.pop() if len(sharing) == 1 else "mixed") if sharing else ""
+
+
+def profile_modules(run: Run, agents: list[Agent], holdings: list[Holding], stores: list[StoreView],
+                    divergences: list[dict]) -> dict[str, dict]:
+    """{profile row key: {"kinds": [...], "divergences": [...]}}.
+
+    kinds: one entry per module kind declared or held, in kind order: {kind, declared (or None),
+    stores, ownership, scope, origins, holders, badge, badge_label}. divergences: the run's
+    divergences whose agent runs under the profile, then ownership notes (the holders disagree, or
+    all hold on terms the profile did not declare)."""
+    key_of = {a.pk: group_key(run, a) for a in agents}
+    agent_key = {a.agent_id: key_of[a.pk] for a in agents}
+    by_module = {s.module_id: s for s in stores}
+    store_profiles = {s.module_id: {key_of.get(h.agent_id) for h in s.holders} for s in stores}
+    held = defaultdict(lambda: defaultdict(list))  # profile -> kind -> [Holding]
+    for h in holdings:
+        if h.enabled:
+            held[key_of.get(h.agent_id, "")][h.kind].append(h)
+    configured = {profile_key(p): p for p in profiles(run.capability_set)}
+    rank = {k: i for i, k in enumerate(MODULE_KINDS)}
+    out = {}
+    for key in set(key_of.values()) | set(configured):
+        declared = declared_modules(configured.get(key))
+        kinds, notes = [], [dict(d) for d in divergences if agent_key.get(d.get("agentId")) == key]
+        for kind in sorted(set(declared) | set(held[key]), key=lambda k: (rank.get(k, len(rank)), k)):
+            rows = held[key][kind]
+            module_ids = list(dict.fromkeys(h.module_id for h in rows if h.module_id))
+            mine = [by_module[m] for m in module_ids if m in by_module]
+            badge = _badge(mine, lambda s: len(store_profiles.get(s.module_id, ())) > 1)
+            ownership = sorted({h.ownership for h in rows if h.ownership})
+            entry = {"kind": kind, "declared": declared.get(kind), "stores": module_ids, "ownership": ownership,
+                     "scope": sorted({h.scope for h in rows if h.scope}),
+                     "origins": sorted({h.origin for h in rows if h.origin}),
+                     "holders": len({h.agent_id for h in rows}), "badge": badge, "badge_label": BADGES.get(badge, "")}
+            kinds.append(entry)
+            want = (declared.get(kind) or {}).get("ownership")
+            if want and ownership and (len(ownership) > 1 or ownership[0] != want):
+                notes.append({"kind": "ownership", "agentId": "", "moduleKind": kind,
+                              "declared": f"ownership: {want}", "observed": "ownership: " + ", ".join(ownership),
+                              "cause": "The holders disagree on ownership." if len(ownership) > 1 else
+                                       "Every holder holds it on terms the profile did not ask for (carried in "
+                                       "from another profile's configuration)."})
+        out[key] = {"kinds": kinds, "divergences": notes}
+    return out
