@@ -11,8 +11,10 @@ def roster_records(run: Run) -> dict:
     agent_modules}, "transitions": {successor id: seq of the agent_transition that made it}} (one
     query over the two kinds, which come once per incarnation)."""
     out = {"modules": {}, "transitions": {}}
-    rows = Event.objects.filter(run=run, type__in=("agent_modules", "agent_transition")).order_by("seq")
-    for seq, etype, agent_id, raw in rows.values_list("seq", "type", "agent_id", "raw"):
+    # Sorted here, not by ORDER BY: SQLite would then walk the whole run in seq order (its primary
+    # key) instead of looking the two types up in the (run, type, seq) index.
+    rows = Event.objects.filter(run=run, type__in=("agent_modules", "agent_transition")).order_by()
+    for seq, etype, agent_id, raw in sorted(rows.values_list("seq", "type", "agent_id", "raw")):
         if etype == "agent_modules":
             out["modules"].setdefault(agent_id, seq)
         else:
