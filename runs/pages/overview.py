@@ -15,7 +15,7 @@ from runs.stream.profiles import profile_key, profiles
 from runs.stream.record import as_list, parse_timestamp
 from runs.models import Agent, RejectedLine, Run
 from runs.pages.common import get_run, run_context
-from runs.stream.call_times import pooled
+from runs.stream.call_times import pooled, pooled_models
 
 
 @require_GET
@@ -58,14 +58,16 @@ def run_rates(run: Run) -> dict:
     """Generated tokens/s pooled over the run and per model — tokens over time inside model calls,
     from each agent's pooled model time the fold keeps (Agent.timing, runs.stream.call_times; one
     query, no log read) — and calls per response pooled over the run (calls over turns, never a
-    mean of ratios). {"throughput": pooled, "models": {model_id: pooled}, "calls_per_response"}."""
+    mean of ratios). {"throughput": pooled, "models": {usage model id: pooled}, "calls_per_response"}."""
     every, models = [0, 0, 0], defaultdict(lambda: [0, 0, 0])
     for model_id, timing in Agent.objects.filter(run=run).values_list("model_id", "timing"):
         figures = pooled(timing or {})
-        if figures["turns"]:
-            for acc in (every, models[model_id]):
-                acc[0], acc[1], acc[2] = acc[0] + figures["tokens"], acc[1] + figures["ms"], acc[2] + figures["turns"]
-    return {"throughput": _rate(*every), "models": {m: _rate(*f) for m, f in sorted(models.items())},
+        every[:] = every[0] + figures["tokens"], every[1] + figures["ms"], every[2] + figures["turns"]
+        # per model as gg pools it: by each usage record's model, not the agent's
+        for model, f in pooled_models(timing or {}, model_id).items():
+            acc = models[model]
+            acc[:] = acc[0] + f["tokens"], acc[1] + f["ms"], acc[2] + f["turns"]
+    return {"throughput": _rate(*every), "models": {m: _rate(*f) for m, f in sorted(models.items()) if m and f[2]},
             "calls_per_response": run.call_count / run.turn_count if run.turn_count else None}
 
 

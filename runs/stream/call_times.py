@@ -10,13 +10,21 @@ over model time (runs.pages.calls.generated_throughput, the same rule):
     {"turn": the turn "open" belongs to, "open": {"api|name": [opening stamps]},
      "calls": {"api|name": [calls (openings, and results nothing opened), failed results, timed results]},
      "tp": {"turn", "out", "ms": this turn's output tokens / requestMs (None until read),
-            "tokens", "modelMs", "turns": summed over the closed turns that reported both}}
+            "tokens", "modelMs", "turns": summed over the closed turns that reported both,
+            "outs": {model: this turn's output tokens}, "model": the model of its latest usage,
+            "models": {model: [tokens, modelMs, turns]}}}
+
+Per model, gg pools by each `usage` record's model (`modelId`; the agent's own model where the record
+names none): a turn's output tokens go to the model each delta names, and its model time to the model
+of the turn's latest delta — its own model call, which follows any compaction's at the top of the turn.
 
 gg runs an agent's calls one at a time, so "open" stays small; a turn's openings are dropped with it
 (no later result can pair with them: a result carries its own turn).
 """
 
 from __future__ import annotations
+
+import copy
 
 from runs.stream.record import finite_number, ms_between
 from runs.stream.usage import plus
@@ -34,9 +42,10 @@ def call_times(agents: dict, rows, turns) -> list:
         if e.record is None or (surface is None and e.type not in ("usage", "turn_timing")):
             out.append(None)
             continue
-        timing = agents[e.agent_id].timing
+        agent = agents[e.agent_id]
+        timing = agent.timing
         if surface is None:
-            _model_time(timing, e.type, e.record, turn)
+            _model_time(timing, e.type, e.record, turn, agent.model_id)
             out.append(None)
             continue
         if "open" not in timing or timing["turn"] != turn:
@@ -63,15 +72,19 @@ def call_times(agents: dict, rows, turns) -> list:
     return out
 
 
-def _model_time(timing: dict, etype: str, rec: dict, turn) -> None:
+def _model_time(timing: dict, etype: str, rec: dict, turn, agent_model: str) -> None:
     tp = timing.setdefault("tp", {"turn": turn, "out": None, "ms": None, "tokens": 0, "modelMs": 0, "turns": 0})
     if tp["turn"] != turn:
         _close_turn(tp)
         tp["turn"] = turn
     if etype == "usage":
         tokens = rec.get("tokens") if isinstance(rec.get("tokens"), dict) else {}
+        model = rec.get("modelId") if isinstance(rec.get("modelId"), str) and rec.get("modelId") else agent_model
+        tp["model"] = model
         if finite_number(tokens.get("output")):
             tp["out"] = plus(tp["out"], tokens["output"])
+            outs = tp.setdefault("outs", {})
+            outs[model] = plus(outs.get(model), tokens["output"])
     elif finite_number(rec.get("requestMs")) and rec["requestMs"] > 0:
         tp["ms"] = rec["requestMs"]
 
@@ -81,11 +94,33 @@ def _close_turn(tp: dict) -> None:
         tp["tokens"] = plus(tp["tokens"], tp["out"])  # a sum past a double's range keeps the last (JSON has no inf)
         tp["modelMs"] = plus(tp["modelMs"], tp["ms"])
         tp["turns"] += 1
+        models = tp.setdefault("models", {})
+        for model, out in tp.get("outs", {}).items():
+            figures = models.setdefault(model, [0, 0, 0])
+            figures[0] = plus(figures[0], out)
+        timed = models.setdefault(tp.get("model") or "", [0, 0, 0])
+        timed[1], timed[2] = plus(timed[1], tp["ms"]), timed[2] + 1
     tp["out"] = tp["ms"] = None
+    tp.pop("outs", None)
 
 
 def pooled(timing: dict) -> dict:
     """An agent's generated tokens over model time so far: {tokens, ms, turns} (its open turn too)."""
-    tp = dict(timing.get("tp") or {"out": None, "ms": None, "tokens": 0, "modelMs": 0, "turns": 0})
-    _close_turn(tp)
+    tp = _closed(timing)
     return {"tokens": tp["tokens"], "ms": tp["modelMs"], "turns": tp["turns"]}
+
+
+def pooled_models(timing: dict, agent_model: str) -> dict:
+    """The same pooled per usage model: {model: {tokens, ms, turns}} ("" for turns whose deltas named
+    no model and whose agent has none). Timing folded before models were kept reads as the agent's."""
+    if not {"model", "models"} & set(timing.get("tp") or {}):
+        whole = pooled(timing)
+        return {agent_model: whole} if whole["turns"] else {}
+    return {m: {"tokens": f[0], "ms": f[1], "turns": f[2]} for m, f in _closed(timing).get("models", {}).items()}
+
+
+def _closed(timing: dict) -> dict:
+    """A copy of the agent's pooling with its open turn closed (the stored one is left as it is)."""
+    tp = copy.deepcopy(timing.get("tp") or {"out": None, "ms": None, "tokens": 0, "modelMs": 0, "turns": 0})
+    _close_turn(tp)
+    return tp

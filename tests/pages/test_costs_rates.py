@@ -117,3 +117,29 @@ def test_the_overview_and_agents_tab_mark_estimates(viewer_client, run):
     agents = viewer_client.get(reverse("runs:agents", args=[run.pk])).content.decode()
     assert '<td class="num estimated" data-spend="root" title="estimated: priced from the model-price table">$9.15</td>' in agents
     assert '<td class="num" data-spend="w1">$0.5</td>' in agents
+
+
+def test_tokens_per_second_per_model_pool_by_each_usage_records_model():
+    # One agent bound to acme/small whose calls gg bills to two models: a turn served by acme/big,
+    # and a turn whose compaction (summarised by acme/tiny, top of the turn) precedes its own call.
+    run = Run.objects.create(name="rates-by-usage-model")
+    append(run, [
+        {"type": "agent_spawned", "timestamp": at(0), "profileId": "lead", "modelId": "acme/small"},
+        {"type": "turn_started", "timestamp": at(1)},
+        {"type": "usage", "timestamp": at(2), "modelId": "acme/big", "tokens": {"output": 600}},
+        {"type": "turn_timing", "timestamp": at(3), "requestMs": 2000},
+        {"type": "turn_started", "timestamp": at(4)},
+        {"type": "usage", "timestamp": at(5), "modelId": "acme/tiny", "tokens": {"output": 50}},
+        {"type": "usage", "timestamp": at(6), "modelId": "acme/small", "tokens": {"output": 300}},
+        {"type": "turn_timing", "timestamp": at(7), "requestMs": 1000},
+        {"type": "turn_started", "timestamp": at(8)},
+        {"type": "usage", "timestamp": at(9), "tokens": {"output": 100}},  # names no model: the agent's
+        {"type": "turn_timing", "timestamp": at(10), "requestMs": 1000},
+    ])
+    rates = run_rates(run)
+    assert rates["models"]["acme/big"] == {"tokens": 600, "ms": 2000, "turns": 1, "per_second": 300}
+    assert rates["models"]["acme/small"] == {"tokens": 400, "ms": 2000, "turns": 2, "per_second": 200}
+    assert "acme/tiny" not in rates["models"]  # generated, but no model time of its own: no rate to state
+    assert rates["throughput"]["tokens"] == 1050 and rates["throughput"]["ms"] == 4000
+    rebuild_projections(run)
+    assert run_rates(run) == rates
