@@ -9,6 +9,8 @@ from django.urls import reverse
 from runs.ingest.writer import append
 from runs.models import Agent, Run
 from runs.pages.agents import agent_surface_counts
+from runs.pages.common import run_agents
+from runs.pages.profiles import profile_rows
 from runs.pages.report import build_report
 from tests.paths import STREAMS
 from tests.streams import import_stream
@@ -53,3 +55,38 @@ def test_one_tool_behind_several_functions_and_a_function_with_no_tool():
         {"call": "fs.readFile", "calls": 2}, {"call": "fs.readTextFile", "calls": 1}, {"call": "view.openFile", "calls": 1}]}
     assert [c["name"] for c in surface["unoffered_calls"]] == ["docs.search"]
     assert root.call_count == 5  # on its own (api) surface, once each
+
+
+def legacy_profile_stream():
+    """An older capability set (profiles keyed by `id`) whose code agent reported its surface both
+    as tools and as apis (mid-era), and whose program calls ({object, function}, one with an
+    operation) each bridged the tool behind them."""
+    def pair(obj, fn, tool, op=None):
+        named = {"object": obj, "function": fn, **({"operation": op} if op else {})}
+        return [{"type": "api_call", **named}, {"type": "tool_call", "name": tool, "args": {}},
+                {"type": "tool_result", "name": tool, "ok": True}, {"type": "api_result", **named, "ok": True}]
+    return [
+        {"type": "session_started", "capabilitySet": {"agents": [{"id": "coder", "modelId": "vendor/old"}]}},
+        {"type": "agent_spawned", "slot": "coder", "modelId": "vendor/old", "depth": 0},
+        {"type": "agent_surface", "executionMode": "responses_as_code", "tools": ["read_file", "write_file", "finish"],
+         "apis": [{"module": "files", "path": "gg.files", "functions": [
+             {"name": "readFile", "operation": "files.read_file"}, {"name": "writeFile", "operation": "files.write_file"}]}]},
+        {"type": "turn_started"},
+        *pair("fs", "readFile", "read_file"), *pair("fs", "readFile", "read_file"),
+        *pair("fs", "writeFile", "write_file", op="files.write_file"),
+        {"type": "api_call", "object": "docs", "function": "search"},  # nothing bridged behind it
+        {"type": "api_result", "object": "docs", "function": "search", "ok": True},
+    ]
+
+
+def test_a_legacy_profile_lists_each_program_call_once(viewer_client):
+    run = Run.objects.create(name="legacy-chips")
+    append(run, legacy_profile_stream())
+    run.refresh_from_db()
+    [row] = profile_rows(run, run_agents(run))
+    assert row["key"] == "coder" and row["instances"] == 1
+    # each call once, on the tool behind it; not again under files.write_file, nor files.read_file 0×
+    assert [(o["name"], o["calls"]) for o in row["offered"]] == [("finish", 0), ("read_file", 2), ("write_file", 1)]
+    assert row["calls_per_response"] == 4  # the program's four calls, on its own surface
+    html = viewer_client.get(reverse("runs:agents", args=[run.pk])).content.decode()
+    assert "read_file 2×" in html and "write_file 1×" in html and "files.write_file" not in html
