@@ -100,6 +100,28 @@ def test_the_overview_and_the_agent_page_show_them(viewer_client):
 def test_every_published_type_has_its_base_kind():
     schema = json.loads((GG_FIXTURES / "telemetry-event.schema.json").read_text())["$defs"]
     published = {v["const"] for v in schema["GgTurnErrorType"]["oneOf"]}
-    kinds = {v["const"] for v in schema["GgTurnErrorKind"]["oneOf"]}
+    kinds = {v["const"] for v in schema["GgTurnErrorKind"]["oneOf"]} | {"toolchain"}  # an earlier era's sixth
     assert published <= set(TURN_ERROR_TYPES) and set(TURN_ERROR_TYPES.values()) <= kinds
     assert all(t.startswith(k.split("_")[0]) for t, k in TURN_ERROR_TYPES.items())
+
+
+def test_an_earlier_eras_types_rank_under_their_base_and_an_unknown_kind_keeps_its_name(viewer_client):
+    run = Run.objects.create(name="errors-of-an-earlier-era")
+    append(run, [
+        outcome("root", 1, 1, "program_fault", "program_tool_error"),  # program_api_error's earlier id
+        outcome("root", 2, 2, "program_fault", "program_tool_error"),
+        outcome("root", 3, 3, "toolchain", "toolchain_failed"),
+        outcome("root", 4, 4, "transpile", "transpile_semantic"),
+        outcome("root", 5, 5, "brand_new", "brand_new_thing"),  # a kind and a type no era published
+    ])
+    top = build_report(run)["run"]["errors"]["topTypes"]
+    assert top == [
+        {"id": "program_tool_error", "label": "uncaught call failure", "kind": "program_fault", "count": 2},
+        {"id": "brand_new_thing", "label": "brand new thing", "kind": None, "count": 1},
+        {"id": "toolchain_failed", "label": "toolchain failed", "kind": "toolchain", "count": 1},
+        {"id": "transpile_semantic", "label": "transpile semantic", "kind": "transpile", "count": 1},
+    ]
+    html = viewer_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert 'data-ranked-type="toolchain_failed" title="toolchain_failed">toolchain failed <span class="badge note" data-base-kind="toolchain">' in html
+    assert '<li data-error-kind="brand_new"><code>brand_new</code> <b>1×</b>' in html  # the raw kind
+    assert 'data-ranked-type="brand_new_thing" title="brand_new_thing">brand new thing <span class="badge note" data-base-kind="unknown">' in html
