@@ -6,13 +6,15 @@ is indexed in the transaction that stores it (`index`, called by `runs.ingest.wr
 * SQLite (the embedded default): an FTS5 table `runs_event_fts(body)` whose rowid is
   ``run << 40 | seq``, so one run's rows are one rowid range (FTS5 answers range bounds from the
   index) and deleting a run is one range delete.
-* PostgreSQL (the scale path): `runs_event_search(run_id, seq, doc tsvector)` with a GIN index, the
-  ``simple`` configuration (identifiers, not English: no stemming, no stop words). Text and query are
-  split into words first as FTS5 splits them (`_words_only`): PostgreSQL's parser would keep
-  `notes/zebra.txt` one file token and drop `<script>` as a tag, so `zebra` would find nothing.
+* PostgreSQL (the scale path): `runs_event_search(run_id, seq, doc tsvector)` with a GIN index. Text
+  and query are split into lowercased words here as FTS5 splits them (`lexemes`) and the tsvector is
+  those words as they are (``array_to_tsvector``, no positions: every word required, no phrase):
+  identifiers, not English (no stemming, no stop words). PostgreSQL's parser is not asked: it would
+  keep `notes/zebra.txt` one file token and drop `<script>` as a tag, and ``to_tsvector`` cost three
+  times the whole statement's remaining work.
 
-A query is the words an operator typed, each a literal (an FTS5 phrase, `plainto_tsquery`): every
-word must occur; nothing typed is query syntax, so no input is a syntax error.
+A query is the words an operator typed, each a literal (an FTS5 phrase, a quoted tsquery lexeme):
+every word must occur; nothing typed is query syntax, so no input is a syntax error.
 """
 
 import re
@@ -48,10 +50,16 @@ def record_text(obj) -> str:
 
 
 _NOT_WORD = re.compile(r"[\W_]+")  # FTS5's unicode61: letters and digits make words, the rest separates
+_LEXEME_BYTES = 2047  # the longest word a tsvector holds (to_tsvector skips longer ones, as these are)
+_MAYBE_LONG = re.compile(r"[^ ]{%d,}" % (_LEXEME_BYTES // 4 + 1))
 
 
-def _words_only(text: str) -> str:
-    return _NOT_WORD.sub(" ", text)
+def lexemes(text: str) -> str:
+    """`text`'s words for PostgreSQL, lowercased, one space apart: the index's and the query's."""
+    words = _NOT_WORD.sub(" ", text).strip().lower()
+    if _MAYBE_LONG.search(words):
+        words = " ".join(w for w in words.split(" ") if len(w.encode()) <= _LEXEME_BYTES)
+    return words
 
 
 def _key(run_pk, seq):
@@ -77,10 +85,11 @@ def index(run_pk, records) -> None:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":  # one statement for the chunk, not one per record
             cursor.execute(
-                "INSERT INTO runs_event_search (run_id, seq, doc) SELECT %s, s, to_tsvector('simple', t)"
+                "INSERT INTO runs_event_search (run_id, seq, doc)"
+                " SELECT %s, s, array_to_tsvector(string_to_array(t, ' '))"
                 " FROM unnest(%s::bigint[], %s::text[]) AS u(s, t)"
                 " ON CONFLICT (run_id, seq) DO UPDATE SET doc = EXCLUDED.doc",
-                [run_pk, [seq for seq, _ in records], [_words_only(record_text(obj)) for _, obj in records]],
+                [run_pk, [seq for seq, _ in records], [lexemes(record_text(obj)) for _, obj in records]],
             )
         else:
             cursor.executemany(
@@ -135,8 +144,8 @@ def matching_seqs_sql(run_pk, query: str):
     if not terms:
         return None
     if connection.vendor == "postgresql":
-        return ("SELECT seq FROM runs_event_search WHERE run_id = %s AND doc @@ plainto_tsquery('simple', %s)",
-                [int(run_pk), _words_only(" ".join(terms))])
+        query = " & ".join(f"'{w}'" for w in lexemes(" ".join(terms)).split())  # no quote in a word
+        return ("SELECT seq FROM runs_event_search WHERE run_id = %s AND doc @@ %s::tsquery", [int(run_pk), query])
     phrase = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
     return (
         f"SELECT rowid - {_key(run_pk, 0)} FROM runs_event_fts WHERE runs_event_fts MATCH %s"

@@ -46,6 +46,9 @@ append(other, [{"type": "log", "message": "zebra elsewhere"}])
 for words in ("zebra", "ZEBRA crossed", "write_file", "script", "cross", "agentId type message"):
     out[words] = found(run, words)
 out["other"] = found(other, "zebra")
+words = Run.objects.create(name="words")
+append(words, [{"type": "log", "message": "x² " + "é" * 1100 + " Zebra"}, {"type": "log", "message": "x 2"}])
+out["words"] = {w: found(words, w) for w in ("x²", "X²", "x", "zebra", "é" * 1100)}
 out["typed"] = {t: found(run, t) if search.words(t) else None for t in json.loads(TYPED)}
 out["page"] = page_seqs(run, "zebra")
 append(run, [{"type": "log", "message": "a zebra arrives live"}])  # the write path's own transaction
@@ -76,6 +79,9 @@ def test_the_tsvector_search_on_postgresql(pg_env):
     assert out["cross"] == []  # `simple`: identifiers, not English — no stemming
     assert out["agentId type message"] == []  # keys are not text
     assert out["other"] == [1]
+    # Split as FTS5 splits (`x²` one word, as PostgreSQL's parser does not); a word longer than a
+    # tsvector holds is skipped, not an error.
+    assert out["words"] == {"x²": [1], "X²": [1], "x": [2], "zebra": [1], "é" * 1100: []}
     assert all(v is None or isinstance(v, list) for v in out["typed"].values()), out["typed"]
     assert out["typed"]["zebra OR nothing"] == [] and out["typed"]["!zebra"] == [1, 2]  # words, not operators
     assert out["page"] == [1, 2] and out["tail"] == [4]
