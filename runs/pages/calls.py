@@ -14,7 +14,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from runs.models import Event, Run
-from runs.stream.call_times import SURFACES, pooled
+from runs.stream.call_times import pooled
 from runs.stream.record import finite_number, gg_record, ms_between
 
 OPENING = {"api_call": "api_result", "tool_call": "tool_result"}
@@ -146,34 +146,43 @@ def timing_split(rec: dict) -> dict | None:
     return {"phases": phases, "total": sum(v for _, v in phases)}
 
 
-def run_latency(run: Run, agents) -> dict:
+def bucket_percentile(buckets: dict, p):
+    """The nearest-rank percentile (p in 0..100) of counted values ({value as text: count}), or None."""
+    total = sum(buckets.values())
+    if not total:
+        return None
+    rank, seen = max(1, math.ceil(p / 100 * total)), 0
+    for value, n in sorted((float(v), n) for v, n in buckets.items()):
+        seen += n
+        if seen >= rank:
+            return value
+    return None
+
+
+def run_latency(agents) -> dict:
     """{"run": latency_table over every call, "agents": {agent_id: latency_table}} off what the fold
-    keeps (one query): the calls, failures and timed calls per agent and operation or tool from the
-    agents' `timing` (`agents`: the run's Agents), the nearest-rank p50 and p95 from each timed
-    result's `Event.call_ms` (one narrow column per call, never its halves paired again)."""
-    groups = defaultdict(lambda: {"count": 0, "failures": 0, "timed": 0})
+    keeps in the agents' `timing` (`agents`: the run's Agents; no query): the calls, failures and
+    timed calls per agent and operation or tool, and the nearest-rank p50 and p95 over its timed
+    calls' milliseconds counted to three significant figures (runs.stream.call_times), so the
+    report reads as many rows for a million calls as for ten."""
+    groups = defaultdict(lambda: {"count": 0, "failures": 0, "timed": 0, "ms": defaultdict(int)})
     for agent in agents:
+        times = agent.timing.get("ms") or {}
         for key, (n, failed, timed) in (agent.timing.get("calls") or {}).items():
             surface, name = key.split("|", 1)
             for g in (groups[(agent.agent_id, surface, name)], groups[(None, surface, name)]):
                 g["count"] += n
                 g["failures"] += failed
                 g["timed"] += timed
-    durations = defaultdict(list)
-    timed = (Event.objects.filter(run=run, type__in=tuple(CLOSING), call_ms__isnull=False).order_by()
-             .values_list("agent_id", "type", "operation", "tool_name", "call_ms"))
-    for agent_id, etype, operation, tool_name, ms in timed.iterator(chunk_size=5000):
-        surface = SURFACES[etype]
-        name = operation if surface == "api" else tool_name
-        durations[(agent_id, surface, name)].append(ms)
-        durations[(None, surface, name)].append(ms)
+                for value, k in (times.get(key) or {}).items():
+                    g["ms"][value] += k
     tables = defaultdict(list)
     for (agent_id, surface, name), g in groups.items():
         if not g["count"]:
             continue
-        ms = durations.get((agent_id, surface, name), ())
+        ms = g.pop("ms")
         tables[agent_id].append({"surface": surface, "name": name, **g, "failure_rate": g["failures"] / g["count"],
-                                 "p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95)})
+                                 "p50_ms": bucket_percentile(ms, 50), "p95_ms": bucket_percentile(ms, 95)})
     order = lambda r: (-r["count"], r["surface"], r["name"])  # noqa: E731
     return {"run": sorted(tables.pop(None, []), key=order),
             "agents": {agent_id: sorted(rows, key=order) for agent_id, rows in tables.items()}}

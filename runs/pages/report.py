@@ -70,7 +70,7 @@ def _surface(agent) -> dict:
 
 def build_report(run: Run, *, timing: bool = True) -> dict:
     """The run report; `timing=False` leaves out the latency and tokens-per-second figures (the
-    comparison reads neither), the one part of the report that reads each call's two halves."""
+    comparison reads neither)."""
     agents = run_agents(run)
     holdings = run_holdings(run)
     forest = agent_forest(agents)
@@ -83,7 +83,7 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
     for h in holdings:
         held[h.agent_id].append(h)
     refused = {r["agent"].agent_id: r for r in refusals["agents"]}
-    latency = calls.run_latency(run, agents) if timing else None
+    latency = calls.run_latency(agents) if timing else None
     throughput = calls.run_throughput(agents) if timing else None
     durations = run_selectors.agent_durations(run)
 
@@ -161,7 +161,8 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
                       "bySlot": usage["by_slot"]},
             "capabilitySet": run.capability_set,
         } | ({} if not timing else {
-            # Latency per operation / tool from the stored stamps of each call's two halves, and
+            # Latency per operation / tool from the stored stamps of each call's two halves (p50 / p95
+            # to three significant figures, off the fold's counts), and
             # output tokens over model time pooled across the run (runs.pages.calls).
             "latency": calls.latency_doc(latency["run"]),
             "generatedTokensPerSecond": throughput["run"]["per_second"],

@@ -9,6 +9,7 @@ over model time (runs.pages.calls.generated_throughput, the same rule):
 
     {"turn": the turn "open" belongs to, "open": {"api|name": [opening stamps]},
      "calls": {"api|name": [calls (openings, and results nothing opened), failed results, timed results]},
+     "ms": {"api|name": {a timed result's ms to three significant figures: how many}},
      "tp": {"turn", "out", "ms": this turn's output tokens / requestMs (None until read),
             "tokens", "modelMs", "turns": summed over the closed turns that reported both,
             "outs": {model: this turn's output tokens}, "model": the model of its latest usage,
@@ -17,6 +18,10 @@ over model time (runs.pages.calls.generated_throughput, the same rule):
 Per model, gg pools by each `usage` record's model (`modelId`; the agent's own model where the record
 names none): a turn's output tokens go to the model each delta names, and its model time to the model
 of the turn's latest delta — its own model call, which follows any compaction's at the top of the turn.
+
+"ms" is what the report's p50 / p95 read: a fixed number of keys per operation whatever the run's
+length (at most 900 per power of ten), and a nearest-rank percentile over it is the exact one rounded
+to three significant figures (rounding keeps the order).
 
 gg runs an agent's calls one at a time, so "open" stays small; a turn's openings are dropped with it
 (no later result can pair with them: a result carries its own turn).
@@ -67,9 +72,18 @@ def call_times(agents: dict, rows, turns) -> list:
         else:
             counts[0] += 1  # a result nothing opened is a call of its own
         counts[1] += e.ok is False
-        counts[2] += ms is not None
+        if ms is not None:
+            counts[2] += 1
+            fold_ms(timing, key, ms)
         out.append(ms)
     return out
+
+
+def fold_ms(timing: dict, key: str, ms: float) -> None:
+    """Count one timed call of `key` ("api|name") in the agent's `timing["ms"]`."""
+    buckets = timing.setdefault("ms", {}).setdefault(key, {})
+    value = f"{float(f'{ms:.3g}'):g}"
+    buckets[value] = buckets.get(value, 0) + 1
 
 
 def _model_time(timing: dict, etype: str, rec: dict, turn, agent_model: str) -> None:

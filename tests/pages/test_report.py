@@ -6,6 +6,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.models import IngestToken
@@ -188,3 +190,43 @@ def test_the_report_carries_the_figures_the_roster_refusals_and_arms_pages_show(
     assert figures["turns"].split()[1:] == [str(a["turns"]) for a in doc["arms"]]
     assert figures["error_turns"].split()[2:] == [str(a["errorTurns"]) for a in doc["arms"]]
     assert figures["calls"].split()[1:] == [str(sum(a["calls"].values())) for a in doc["arms"]]
+
+
+def timed_calls(name, durations_us):
+    """A run whose root makes one files.read_file call per duration (microseconds between its halves)."""
+    from runs.ingest import writer as ingest
+    from runs.models import Run
+
+    records = [{"timestamp": "2026-07-24T04:00:00Z", "type": "agent_spawned", "agentId": "root", "depth": 0},
+               {"timestamp": "2026-07-24T04:00:00Z", "type": "turn_started", "agentId": "root"}]
+    for i, us in enumerate(durations_us):
+        start = 10_000_000 * (i + 1)  # 10 s apart, in microseconds past 04:00:00
+        for type_, at in (("api_call", start), ("api_result", start + us)):
+            s, frac = divmod(at, 1_000_000)
+            records.append({"timestamp": f"2026-07-24T{4 + s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}.{frac:06d}Z",
+                            "type": type_, "agentId": "root", "operation": "files.read_file",
+                            **({"ok": True} if type_ == "api_result" else {})})
+    run = Run.objects.create(name=name)
+    assert ingest.append(run, records).stored == len(records)
+    return run
+
+
+def test_latency_percentiles_come_off_counted_milliseconds_in_a_fixed_number_of_rows(viewer_client):
+    """p50 / p95 are the nearest-rank ones over the calls' milliseconds to three significant figures,
+    counted by the fold: the report reads no call time off the log, and a run of many calls of a few
+    distinct durations keeps a few counts."""
+    few = timed_calls("few", [12_345, 12_349, 250_000, 7_000])
+    many = timed_calls("many", [12_345] * 300 + [250_000] * 40 + [7_000] * 100)
+    read = {}
+    for run in (few, many):
+        with CaptureQueriesContext(connection) as captured:
+            doc = api(viewer_client, run.pk).json()
+        assert not [q["sql"] for q in captured if "call_ms" in q["sql"]]
+        read[run.name] = len(captured)
+        (row,) = doc["run"]["latency"]
+        assert (row["name"], row["timed"]) == ("files.read_file", len(run.events.filter(type="api_result")))
+        read[run.name, "p"] = row["p50Ms"], row["p95Ms"]
+    assert read["few"] == read["many"]
+    assert read["few", "p"] == (12.3, 250) and read["many", "p"] == (12.3, 250)
+    counts = many.agents.get(agent_id="root").timing["ms"]["api|files.read_file"]
+    assert counts == {"12.3": 300, "250": 40, "7": 100}
