@@ -23,7 +23,7 @@ def counted_call_times(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0015_agent_stamps'),
+        ('runs', '0016_search_lexemes_postgresql'),
     ]
 
     operations = [
