@@ -79,16 +79,18 @@ def drop_tables(conn) -> None:
 
 
 def index(run_pk, records) -> None:
-    """Index [(seq, record object)] of run `run_pk` — inside the caller's transaction."""
+    """Index [(seq, record object)] of run `run_pk` — inside the caller's transaction. A seq already
+    indexed gets its record's words again; on PostgreSQL its row is written only when they changed
+    (rebuild and reindex go over rows that are all there: a GIN entry costs far more than comparing)."""
     if not records:
         return
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":  # one statement for the chunk, not one per record
             cursor.execute(
-                "INSERT INTO runs_event_search (run_id, seq, doc)"
+                "INSERT INTO runs_event_search AS i (run_id, seq, doc)"
                 " SELECT %s, s, array_to_tsvector(string_to_array(t, ' '))"
                 " FROM unnest(%s::bigint[], %s::text[]) AS u(s, t)"
-                " ON CONFLICT (run_id, seq) DO UPDATE SET doc = EXCLUDED.doc",
+                " ON CONFLICT (run_id, seq) DO UPDATE SET doc = EXCLUDED.doc WHERE i.doc <> EXCLUDED.doc",
                 [run_pk, [seq for seq, _ in records], [lexemes(record_text(obj)) for _, obj in records]],
             )
         else:
@@ -98,26 +100,28 @@ def index(run_pk, records) -> None:
             )
 
 
-def forget(run_pk) -> None:
-    """Drop run `run_pk`'s rows from the index (a deleted run, or before a rebuild)."""
+def forget(run_pk, *, after=0) -> None:
+    """Drop run `run_pk`'s rows from the index (a deleted run), or those past seq `after` (what a
+    rebuild's log no longer holds)."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("DELETE FROM runs_event_search WHERE run_id = %s", [run_pk])
+            cursor.execute("DELETE FROM runs_event_search WHERE run_id = %s AND seq > %s", [run_pk, after])
         else:
-            cursor.execute("DELETE FROM runs_event_fts WHERE rowid >= %s AND rowid < %s",
-                           [_key(run_pk, 0), _key(int(run_pk) + 1, 0)])
+            cursor.execute("DELETE FROM runs_event_fts WHERE rowid > %s AND rowid < %s",
+                           [_key(run_pk, after), _key(int(run_pk) + 1, 0)])
 
 
 def reindex(run_pk, chunk=2000) -> int:
-    """Index run `run_pk`'s stored records again from the log (rebuild, the migration): how many."""
-    forget(run_pk)
+    """Index run `run_pk`'s stored records again from the log (the migrations): how many."""
     after, total = 0, 0
     while True:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT seq, raw FROM runs_event WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                           [run_pk, after, chunk])
+            # A range of seqs (1..n, no gaps), not LIMIT: before ANALYZE the planner would read the rest.
+            cursor.execute("SELECT seq, raw FROM runs_event WHERE run_id = %s AND seq > %s AND seq <= %s ORDER BY seq",
+                           [run_pk, after, after + chunk])
             rows = cursor.fetchall()
         if not rows:
+            forget(run_pk, after=after)
             return total
         index(run_pk, [(seq, _loads(raw)) for seq, raw in rows])
         total += len(rows)

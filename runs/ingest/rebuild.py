@@ -14,6 +14,7 @@ from runs.stream.record import Decoded, RecordError, decode, loads_record
 REBUILD_CHUNK = 2000
 # The Event columns the fold computes (every Decoded field but the record, and the turn).
 FOLDED_COLUMNS = ["type", "agent_id", "timestamp", "operation", "tool_name", "ok", "failure", "turn", "call_ms"]
+STORED_COLUMNS = ["id", "seq", "raw", *FOLDED_COLUMNS]
 
 
 def _stored_columns(event) -> Decoded:
@@ -40,7 +41,7 @@ def _decoded(event):
 def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
     """Fold `run`'s stored log again, in seq order, one `fold` per `chunk` events, after emptying its
     projections; the Event columns the fold computes are recomputed too, and the run's full-text index
-    (`runs.feed.search`) is rebuilt from the log.
+    (`runs.feed.search`) is brought back to what the log holds (its rows that stand are left alone).
 
     Returns ``{"events": n, "columns_fixed": m}``.
     """
@@ -53,13 +54,13 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
         ModuleStore.objects.filter(run=run).delete()
         RefusalRow.objects.filter(run=run).delete()
         reset_run(run)
-        search.forget(run.pk)
         checkpoints.forget(run.pk)
         after = 0
         while True:
-            events = list(
-                Event.objects.filter(run=run, seq__gt=after).order_by("seq").only("id", "seq", "raw", *FOLDED_COLUMNS)[:chunk]
-            )
+            # Tuples, not models; a range of seqs (1..n, no gaps), not LIMIT: before ANALYZE the
+            # planner would read the rest of the run for every chunk.
+            events = list(Event.objects.filter(run=run, seq__gt=after, seq__lte=after + chunk).order_by("seq")
+                          .values_list(*STORED_COLUMNS, named=True))
             if not events:
                 break
             rows, texts = [], []
@@ -68,21 +69,21 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
                 rows.append(FoldRow(e.seq, decoded))
                 texts.append((e.seq, obj))
             folded = fold(run, rows, save_run=False)
-            search.index(run.pk, texts)  # from the objects just decoded: each line is read once
+            # From the objects just decoded (each line is read once); rows whose words stand are not written.
+            search.index(run.pk, texts)
             changed = []
             for e, row, turn, ms in zip(events, rows, folded.turns, folded.call_ms):
                 d = row.event
                 new = (d.type, d.agent_id, d.timestamp, d.operation, d.tool_name, d.ok, d.failure, turn, ms)
-                if new != tuple(getattr(e, c) for c in FOLDED_COLUMNS):
-                    for column, value in zip(FOLDED_COLUMNS, new):
-                        setattr(e, column, value)
-                    changed.append(e)
+                if new != e[3:]:  # its FOLDED_COLUMNS
+                    changed.append(Event(id=e.id, **dict(zip(FOLDED_COLUMNS, new))))
             if changed:
                 update_rows(Event, changed, FOLDED_COLUMNS)
                 fixed += len(changed)
             checkpoints.record(run.pk, after, [(row.seq, row.event.type, row.event.agent_id) for row in rows])
             total += len(events)
             after = events[-1].seq
+        search.forget(run.pk, after=after)  # what the index held past the log
         run.last_seq = after
         run.rejected_count = RejectedLine.objects.filter(run=run).count()
         run.save()
