@@ -255,6 +255,9 @@ class Event(models.Model):
             # An agent's records of one type, latest first (the agent page's windows), however many
             # records the run's other agents and types hold.
             models.Index(fields=["run", "agent_id", "type", "seq"]),
+            # A turn's records (the turn and conversation pages, a record's turn), without walking
+            # every record of a long-lived agent.
+            models.Index(fields=["run", "agent_id", "turn", "seq"]),
             models.Index(fields=["run", "digest"]),
         ]
         ordering = ["run", "seq"]
