@@ -91,7 +91,8 @@ async def test_a_connection_at_another_cursor_gets_exactly_its_own_rows(cookie, 
 
 
 async def test_a_backlog_window_is_read_once_for_every_connection_that_resumes_into_it(cookie, queries):
-    run = await new_run(logs(*(f"line {i}" for i in range(1, 451))))
+    last = 2 * consumers.BATCH + 50  # three windows
+    run = await new_run(logs(*(f"line {i}" for i in range(1, last + 1))))
     first, _ = await connect(run, cookie)
     backlog = [await first.receive_from(timeout=5) for _ in range(3)]
     reads = len(event_reads(queries))
@@ -103,7 +104,7 @@ async def test_a_backlog_window_is_read_once_for_every_connection_that_resumes_i
         assert [await comm.receive_from(timeout=5) for _ in range(3)] == backlog
         await comm.disconnect()
     assert len(event_reads(queries)) == reads + 3
-    assert [s for m in backlog for s in seqs(m)] == list(range(1, 451))
+    assert [s for m in backlog for s in seqs(m)] == list(range(1, last + 1))
     await first.disconnect()
 
 
