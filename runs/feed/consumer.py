@@ -32,6 +32,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from runs.feed import doorbell
 from runs.feed.doorbell import MESSAGE_TYPE, group_name
 from runs.feed.filters import FeedFilter
 from runs.feed.html import render_rows
@@ -168,6 +169,7 @@ class FeedConsumer(AsyncWebsocketConsumer):
         self.rung = 0  # the last seq a doorbell announced
         self.wake = asyncio.Event()
         self.group = group_name(self.run_pk)
+        doorbell.listen_on(asyncio.get_running_loop())
         # Join before the first read: a doorbell rung between the read and the join would
         # otherwise be missed until the next one.
         await self.channel_layer.group_add(self.group, self.channel_name)

@@ -1,9 +1,12 @@
 """FeedConsumer through the real Channels stack (gg_console.asgi.application): origin check,
 session auth, backlog in bounded batches, doorbell-driven follow, resume with ?after=."""
 
+import asyncio
 import re
+import threading
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
@@ -12,6 +15,7 @@ from runs.feed import consumer as consumers
 from runs.feed import doorbell
 from runs.feed.doorbell import group_name
 from runs.feed.windows import BATCH
+from runs.ingest.writer import append
 from tests.feed_helpers import ORIGIN, connect, cookie, cursor, logs, new_run, receive_seqs, seqs, store  # noqa: F401
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -81,6 +85,45 @@ async def test_a_lost_doorbell_loses_nothing_and_a_repeated_one_sends_nothing_tw
     await layer.group_send(group_name(run.pk), {"type": "run.event", "seq": 4})
     await layer.group_send(group_name(run.pk), {"type": "run.event", "seq": 4})
     assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+async def test_a_write_does_not_wait_for_the_sockets_loop_to_send_its_doorbell(cookie):
+    run = await new_run(logs("first"))
+    comm, _ = await connect(run, cookie)
+    assert await receive_seqs(comm, 1) == [1]
+    stored = threading.Event()
+
+    def write():  # as a POST's view, on a thread the server's loop awaits
+        append(run, logs("second"))
+        stored.set()
+
+    writing = asyncio.ensure_future(sync_to_async(write, thread_sensitive=False)())
+    await asyncio.sleep(0)  # the write's thread is under way
+    # The loop is busy (here: blocked) meanwhile. The write returns all the same, its doorbell
+    # handed to the loop, which sends it once free: the socket gets the row.
+    assert stored.wait(10)
+    await writing
+    assert await receive_seqs(comm, 1) == [2]
+    await comm.disconnect()
+
+
+def write_in_a_thread_of_its_own(run, records):
+    """As a launched run writes in the embedded server: a plain thread, no event loop of its own."""
+    thread = threading.Thread(target=append, args=(run, records))
+    thread.start()
+    return thread
+
+
+async def test_a_doorbell_rung_from_a_thread_of_no_loop_reaches_the_socket_at_once(cookie):
+    run = await new_run(logs("first"))
+    comm, _ = await connect(run, cookie)
+    assert await receive_seqs(comm, 1) == [1]
+    thread = write_in_a_thread_of_its_own(run, logs("second"))
+    await asyncio.to_thread(thread.join, 10)
+    # Handed to the socket's loop (not sent on a loop built for the doorbell, which woke the
+    # socket's waiter without waking its loop): here within a pass, not at the next heartbeat.
+    assert seqs(await comm.receive_from(timeout=1)) == [2]
     await comm.disconnect()
 
 
