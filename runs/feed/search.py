@@ -78,14 +78,20 @@ def drop_tables(conn) -> None:
         cursor.execute("DROP TABLE IF EXISTS " + ("runs_event_search" if conn.vendor == "postgresql" else "runs_event_fts"))
 
 
-def index(run_pk, records) -> None:
-    """Index [(seq, record object)] of run `run_pk` — inside the caller's transaction. A seq already
-    indexed gets its record's words again; on PostgreSQL its row is written only when they changed
-    (rebuild and reindex go over rows that are all there: a GIN entry costs far more than comparing)."""
+def index(run_pk, records, *, again=False) -> None:
+    """Index [(seq, record object)] of run `run_pk` — inside the caller's transaction. The write path
+    indexes seqs new to the run (on PostgreSQL one COPY, each doc the tsvector literal of its
+    lexemes); `again` (rebuild, reindex) goes over seqs that may be indexed already: on PostgreSQL a
+    row is written only when its words changed (a GIN entry costs far more than the comparison)."""
     if not records:
         return
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":  # one statement for the chunk, not one per record
+        if connection.vendor != "postgresql":
+            cursor.executemany(
+                "INSERT OR REPLACE INTO runs_event_fts (rowid, body) VALUES (%s, %s)",
+                [(_key(run_pk, seq), record_text(obj)) for seq, obj in records],
+            )
+        elif again:  # one statement for the chunk, not one per record
             cursor.execute(
                 "INSERT INTO runs_event_search AS i (run_id, seq, doc)"
                 " SELECT %s, s, array_to_tsvector(string_to_array(t, ' '))"
@@ -93,11 +99,10 @@ def index(run_pk, records) -> None:
                 " ON CONFLICT (run_id, seq) DO UPDATE SET doc = EXCLUDED.doc WHERE i.doc <> EXCLUDED.doc",
                 [run_pk, [seq for seq, _ in records], [lexemes(record_text(obj)) for _, obj in records]],
             )
-        else:
-            cursor.executemany(
-                "INSERT OR REPLACE INTO runs_event_fts (rowid, body) VALUES (%s, %s)",
-                [(_key(run_pk, seq), record_text(obj)) for seq, obj in records],
-            )
+        else:  # words one space apart, none with a quote, backslash or colon: a tsvector literal as they are
+            with cursor.cursor.copy("COPY runs_event_search (run_id, seq, doc) FROM STDIN") as copy:
+                for seq, obj in records:
+                    copy.write_row((run_pk, seq, lexemes(record_text(obj))))
 
 
 def forget(run_pk, *, after=0) -> None:
@@ -123,7 +128,7 @@ def reindex(run_pk, chunk=2000) -> int:
         if not rows:
             forget(run_pk, after=after)
             return total
-        index(run_pk, [(seq, _loads(raw)) for seq, raw in rows])
+        index(run_pk, [(seq, _loads(raw)) for seq, raw in rows], again=True)
         total += len(rows)
         after = rows[-1][0]
 

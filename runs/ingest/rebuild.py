@@ -70,7 +70,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
                 texts.append((e.seq, obj))
             folded = fold(run, rows, save_run=False)
             # From the objects just decoded (each line is read once); rows whose words stand are not written.
-            search.index(run.pk, texts)
+            search.index(run.pk, texts, again=True)
             changed = []
             for e, row, turn, ms in zip(events, rows, folded.turns, folded.call_ms):
                 d = row.event
