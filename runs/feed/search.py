@@ -51,7 +51,7 @@ def record_text(obj) -> str:
 
 _NOT_WORD = re.compile(r"[\W_]+")  # FTS5's unicode61: letters and digits make words, the rest separates
 _LEXEME_BYTES = 2047  # the longest word a tsvector holds (to_tsvector skips longer ones, as these are)
-_MAYBE_LONG = re.compile(r"[^ ]{%d,}" % (_LEXEME_BYTES // 4 + 1))
+_MAYBE_LONG = re.compile(r"(?<![^ ])[^ ]{%d}" % (_LEXEME_BYTES // 4 + 1))  # tried at word starts only: linear
 
 
 def lexemes(text: str) -> str:
