@@ -166,7 +166,9 @@ def turn_rows(run: Run, agent_id: str, turns, types=PROGRAM_TYPES) -> dict:
     """{turn: [row]} of one agent's events of `types` in `turns` (one query, seq order)."""
     by_turn = defaultdict(list)
     rows = Event.objects.filter(run=run, agent_id=agent_id, turn__in=list(turns), type__in=types)
-    for row in rows.order_by("seq").values_list(*TURN_COLUMNS):
+    # Sorted here, not by ORDER BY: SQLite would then walk every record of the agent in seq order
+    # instead of looking the turns up in the (run, agent_id, turn, seq) index.
+    for row in sorted(rows.order_by().values_list(*TURN_COLUMNS)):
         by_turn[row[3]].append(row)
     return by_turn
 
