@@ -47,10 +47,9 @@ def call_times(agents: dict, rows, turns) -> list:
         if e.record is None or (surface is None and e.type not in ("usage", "turn_timing")):
             out.append(None)
             continue
-        agent = agents[e.agent_id]
-        timing = agent.timing
+        timing = agents[e.agent_id].timing
         if surface is None:
-            _model_time(timing, e.type, e.record, turn, agent.model_id)
+            _model_time(timing, e.type, e.record, turn)
             out.append(None)
             continue
         if "open" not in timing or timing["turn"] != turn:
@@ -86,14 +85,15 @@ def fold_ms(timing: dict, key: str, ms: float) -> None:
     buckets[value] = buckets.get(value, 0) + 1
 
 
-def _model_time(timing: dict, etype: str, rec: dict, turn, agent_model: str) -> None:
+def _model_time(timing: dict, etype: str, rec: dict, turn) -> None:
     tp = timing.setdefault("tp", {"turn": turn, "out": None, "ms": None, "tokens": 0, "modelMs": 0, "turns": 0})
     if tp["turn"] != turn:
         _close_turn(tp)
         tp["turn"] = turn
     if etype == "usage":
         tokens = rec.get("tokens") if isinstance(rec.get("tokens"), dict) else {}
-        model = rec.get("modelId") if isinstance(rec.get("modelId"), str) and rec.get("modelId") else agent_model
+        # "" = the agent's model, read when the figures are (a spawn may name it after its first usage)
+        model = rec.get("modelId") if isinstance(rec.get("modelId"), str) else ""
         tp["model"] = model
         if finite_number(tokens.get("output")):
             tp["out"] = plus(tp["out"], tokens["output"])
@@ -125,12 +125,17 @@ def pooled(timing: dict) -> dict:
 
 
 def pooled_models(timing: dict, agent_model: str) -> dict:
-    """The same pooled per usage model: {model: {tokens, ms, turns}} ("" for turns whose deltas named
-    no model and whose agent has none). Timing folded before models were kept reads as the agent's."""
+    """The same pooled per usage model: {model: {tokens, ms, turns}}, a delta naming no model counted
+    as the agent's (`agent_model`; "" when it has none). Timing folded before models were kept reads
+    as the agent's."""
     if not {"model", "models"} & set(timing.get("tp") or {}):
         whole = pooled(timing)
         return {agent_model: whole} if whole["turns"] else {}
-    return {m: {"tokens": f[0], "ms": f[1], "turns": f[2]} for m, f in _closed(timing).get("models", {}).items()}
+    out = {}
+    for model, (tokens, ms, turns) in _closed(timing).get("models", {}).items():
+        acc = out.setdefault(model or agent_model, {"tokens": 0, "ms": 0, "turns": 0})
+        acc["tokens"], acc["ms"], acc["turns"] = plus(acc["tokens"], tokens), plus(acc["ms"], ms), acc["turns"] + turns
+    return out
 
 
 def _closed(timing: dict) -> dict:
