@@ -66,25 +66,32 @@ def agent_linkable(agent_id) -> bool:
     '/'-separated segment of it is '.' or '..' (a browser rewrites those), and its URL resolves back
     to its own page (a line break has no URL; ``x/turns/3`` would open agent x's turn 3). The one
     rule every link to an agent or its turns follows; an id it refuses is shown without a link."""
-    return isinstance(agent_id, str) and bool(agent_id) and _linkable(agent_id)
+    return isinstance(agent_id, str) and bool(agent_id) and _linkable("runs:agent", "agent_id", agent_id)
 
 
 @lru_cache(maxsize=4096)
-def _linkable(agent_id: str) -> bool:
-    if any(unicodedata.category(ch) == "Cs" for ch in agent_id):
+def _linkable(view: str, key: str, value: str) -> bool:
+    """Whether `value` (an id a stream chose) has a URL of `view` that resolves back to it."""
+    if any(unicodedata.category(ch) == "Cs" for ch in value):
         return False
-    if any(segment in (".", "..") for segment in agent_id.split("/")):
+    if any(segment in (".", "..") for segment in value.split("/")):
         return False
     try:
-        match = resolve(unquote(reverse("runs:agent", args=(1, agent_id))))
+        match = resolve(unquote(reverse(view, args=(1, value))))
     except (NoReverseMatch, Resolver404):
         return False
-    return match.view_name == "runs:agent" and match.kwargs.get("agent_id") == agent_id
+    return match.view_name == view and match.kwargs.get(key) == value
 
 
 def agent_url(run_pk, agent_id) -> str:
     """The agent's page, or "" for an id `agent_linkable` refuses."""
     return reverse("runs:agent", args=(run_pk, agent_id)) if agent_linkable(agent_id) else ""
+
+
+def store_url(run_pk, module_id) -> str:
+    """A store's page, or "" for a store id no URL carries back to it (agent_linkable's rule)."""
+    ok = isinstance(module_id, str) and bool(module_id) and _linkable("runs:store", "module_id", module_id)
+    return reverse("runs:store", args=(run_pk, module_id)) if ok else ""
 
 
 def turn_url(run_pk, agent_id, turn) -> str:

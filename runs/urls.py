@@ -5,8 +5,8 @@ from runs.ingest import views as ingest_views
 from runs.ingest import api
 from runs.feed import views as feed_views
 from runs.pages import header as header_views
-from runs.pages import (agents, arms, conversation, divergences, events, overview, project, refusals, report, stores,
-                        timeline, turns)
+from runs.pages import (agents, arms, conversation, divergences, events, overview, project, refusals, report, store,
+                        stores, timeline, turns)
 from runs.launch import views as launch_views
 
 app_name = "runs"
@@ -38,6 +38,7 @@ urlpatterns = [
     path("runs/<int:pk>/agents/<path:agent_id>/", agents.agent_page, name="agent"),
     path("runs/<int:pk>/timeline/", timeline.timeline, name="timeline"),
     path("runs/<int:pk>/stores/", stores.stores_page, name="stores"),
+    path("runs/<int:pk>/stores/<path:module_id>/", store.store_page, name="store"),
     path("runs/<int:pk>/divergences/", divergences.divergences_page, name="divergences"),
     path("runs/<int:pk>/refusals/", refusals.refusals_page, name="refusals"),
     path("runs/<int:pk>/arms/", arms.arms_page, name="arms"),

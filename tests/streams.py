@@ -6,7 +6,7 @@
 from pathlib import Path
 
 from runs.ingest import writer as ingest
-from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
+from runs.models import Agent, Event, Holding, MemoryRevision, ModuleStore, RejectedLine, Run
 from runs.ingest.fold import RUN_PROJECTION_FIELDS
 from tests.paths import GG_FIXTURES, STREAMS
 
@@ -74,6 +74,7 @@ def projection_dump(run: Run) -> dict:
         .values_list("seq", "type", "agent_id", "timestamp", "digest", "operation", "tool_name", "ok", "failure", "turn")
     )
     rejected = list(RejectedLine.objects.filter(run=run).order_by("line_number").values_list("line_number", "reason", "raw"))
+    revisions = [_row(r, exclude=("run",)) for r in MemoryRevision.objects.filter(run=run).order_by("seq")]
     return {
         "run": {f: getattr(run, f) for f in RUN_PROJECTION_FIELDS + ["last_seq", "rejected_count"]},
         "agents": agents,
@@ -81,4 +82,5 @@ def projection_dump(run: Run) -> dict:
         "holdings": holdings,
         "events": events,
         "rejected": rejected,
+        "memory_revisions": revisions,
     }

@@ -33,6 +33,9 @@ What is read, per spec/stream.md:
   ``turn_started``. A legacy program call bridged as a tool pair inside an open ``api_call``
   bracket of the same agent (§10) counts under its tool as well, as gg counts it (the run's call
   total counts it once), and is joined to the api call whose bracket holds it (``api_tools``).
+* Memory (§4.26): each ``memory_revision`` a MemoryRevision row, attributed to the store its author
+  last reported (its latest ``memory_state``, else its roster's memories row); a memory store's peak
+  usage, the largest figures any ``memory_state`` naming it reported (its own or gg's ``peak``).
 * Context (§4.13, §7.4): per agent, each ``context_breakdown`` band summed over its turns, and its
   latest breakdown (the store cost per holder reads the holder's band there).
 * Usage (§4.10, §4.11, §7.5): the sum of ``usage`` deltas, each token class null-aware, per run, per
@@ -139,6 +142,7 @@ class Projector:
         self.rosters: dict[str, list[dict]] = {}  # agent_id -> agent_modules rows to write
         self.pred_links: dict[str, str] = {}  # successor agent_id -> predecessor agent_id
         self.refusal_rows: list[RefusalRow] = []
+        self.memory_revisions: list = []  # MemoryRevision rows to insert
         self.status_changed = False
         self._all_agents_loaded = False
         self._started_known = run.started_at is not None

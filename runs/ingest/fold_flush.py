@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from django.db import connection
 
-from runs.models import Agent, Holding, ModuleStore, RefusalRow
+from runs.models import Agent, Holding, MemoryRevision, ModuleStore, RefusalRow
 
 _AGENT_UPDATE_FIELDS = [
     f.name
     for f in Agent._meta.concrete_fields
     if not f.primary_key and f.name not in ("run", "agent_id")
 ]
-_STORE_UPDATE_FIELDS = ["kind", "snapshot_type", "snapshot", "snapshot_seq"]
+_STORE_UPDATE_FIELDS = ["kind", "snapshot_type", "snapshot", "snapshot_seq", "peak"]
 
 
 def flush(p) -> None:
@@ -77,6 +77,8 @@ def flush(p) -> None:
 
     if p.refusal_rows:
         RefusalRow.objects.bulk_create(p.refusal_rows)
+    if p.memory_revisions:
+        MemoryRevision.objects.bulk_create(p.memory_revisions)
 
     p.new_agents.clear()
     p.dirty_agents.clear()
@@ -86,6 +88,7 @@ def flush(p) -> None:
     p.rosters.clear()
     p.pred_links.clear()
     p.refusal_rows = []
+    p.memory_revisions = []
 
 
 def update_rows(model, objs, field_names) -> None:

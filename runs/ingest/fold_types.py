@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from runs.models import Agent
+from runs.models import Agent, MemoryRevision
 from runs.stream.profiles import profile_key, profiles
 from runs.stream.record import api_operation, worktree_outcome, as_list, as_text, derive_role, failure_class, parse_timestamp, roster_module_id
 from runs.stream.usage import add_usage, breakdown_bands, bump, empty_usage, num, total
@@ -262,6 +262,8 @@ def _agent_modules(p, seq, rec, agent):
         mid = roster_module_id(row, agent.agent_id)
         if enabled and mid:
             p.store(mid, kind, seq)
+            if kind == "memories" and not agent.memory_store:
+                agent.memory_store = mid
         scope = row.get("scope")
         rows.append(
             {
@@ -306,8 +308,36 @@ def _state_snapshot(p, seq, rec, agent):
     store.snapshot_type = etype
     store.snapshot = rec
     store.snapshot_seq = seq
+    if etype == "memory_state":
+        agent.memory_store = mid
+        store.peak = _peak(store.peak, rec)
     if mid not in p.new_stores:
         p.dirty_stores.add(mid)
+
+
+PEAK_FIGURES = ("count", "totalLen", "totalLines")
+
+
+def _peak(peak, rec: dict) -> dict:
+    """The store's peak with this memory_state: per figure the largest of the peak so far, the
+    snapshot's own figure and gg's reported `peak`."""
+    reported = rec.get("peak") if isinstance(rec.get("peak"), dict) else {}
+    out = dict(peak or {})
+    for key in PEAK_FIGURES:
+        seen = [n for n in (out.get(key), _count(rec.get(key)), _count(reported.get(key))) if n is not None]
+        if seen:
+            out[key] = max(seen)
+    return out
+
+
+def _memory_revision(p, seq, rec, agent):
+    p.memory_revisions.append(MemoryRevision(
+        run=p.run, seq=seq, module_id=agent.memory_store or f"legacy:{agent.agent_id}:memories"[:ID_MAX],
+        agent_id=agent.agent_id, turn=agent.turns or None, name=as_text(rec.get("name")),
+        revision=_count(rec.get("revision")), change=as_text(rec.get("change"), 32),
+        description=rec["description"] if isinstance(rec.get("description"), str) else "",
+        length=_count(rec.get("len")), lines=_count(rec.get("lines")),
+        body_head=rec["body"][:MemoryRevision.BODY_HEAD] if isinstance(rec.get("body"), str) else ""))
 
 
 COUNT_MAX = 2**53  # a figure past a double's exact range is held there
@@ -368,4 +398,5 @@ HANDLERS = {
     "agent_surface": _agent_surface,
     "code_execution": _code_execution,
     **{t: _state_snapshot for t in STATE_KINDS},
+    "memory_revision": _memory_revision,
 }

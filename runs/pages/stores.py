@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.stream.vocabulary import MODULE_KINDS
-from runs.models import Agent, Holding, ModuleStore, Run
+from django.db.models import Count
+
+from runs.stream.vocabulary import MODULE_KINDS, OPEN_AGENT_STATUSES
+from runs.models import Agent, Holding, MemoryRevision, ModuleStore, Run
 from runs.pages.origins import roster_records
 from runs.pages.common import get_run, run_agents, run_context, run_holdings
 
@@ -28,11 +30,13 @@ STORES_SHOWN = 50
 @require_GET
 def stores_page(request, pk):
     run = get_run(pk)
-    stores = store_index(run, run_agents(run), run_holdings(run))
+    agents = run_agents(run)
+    stores = store_index(run, agents, run_holdings(run, agents))
     page = request.GET.get("page", "")
     page = int(page) if page.isdigit() and int(page) > 0 else 1  # anything else: the first page
-    groups = store_pages(stores_by_kind(stores), request.GET.get("kind", ""), page)
-    return render(request, "runs/stores.html", run_context(run, "stores", groups=groups,
+    show = request.GET.get("show", "")
+    groups = store_pages(stores_by_kind(stores), request.GET.get("kind", ""), page, show if show in SHOWN else "")
+    return render(request, "runs/stores.html", run_context(run, "stores", groups=groups, show=show,
                                                            origins=roster_records(run)))
 
 
@@ -45,6 +49,8 @@ class StoreView:
     holder_costs: dict = field(default_factory=dict)  # {agent_id: tokens in its latest context, or None}
     released_by: list = field(default_factory=list)  # holders whose succession dropped the store
     dropped: bool = False  # every holder has released it
+    live: list = field(default_factory=list)  # holders still running or blocked that hold it yet
+    revisions: int = 0  # memory_revision records attributed to it
 
     @property
     def module_id(self):
@@ -115,6 +121,7 @@ def store_index(run: Run, agents: list[Agent], holdings: list[Holding]) -> list[
     lifetime (where the stream starts it — created at its first holder, or copied by a fork — then
     every succession touching it) and sharing."""
     views = {s.pk: StoreView(s) for s in ModuleStore.objects.filter(run=run)}
+    revisions = dict(MemoryRevision.objects.filter(run=run).values_list("module_id").annotate(n=Count("id")))
     for h in holdings:
         if h.store_id in views:
             views[h.store_id].holders.append(h)
@@ -133,6 +140,8 @@ def store_index(run: Run, agents: list[Agent], holdings: list[Holding]) -> list[
         holders = list(dict.fromkeys(h.agent.agent_id for h in view.holders))
         view.released_by = [a for a in holders if a in releases]
         view.dropped = bool(holders) and len(view.released_by) == len(holders)
+        view.live = [h for h in view.holders if h.agent.status in OPEN_AGENT_STATUSES and h.agent.agent_id not in releases]
+        view.revisions = revisions.get(view.module_id, 0)
     kind_rank = {k: i for i, k in enumerate(MODULE_KINDS)}
     return sorted(views.values(), key=lambda v: (kind_rank.get(v.kind, len(kind_rank)), v.kind, _id_key(v.module_id)))
 
@@ -150,6 +159,53 @@ def stores_by_kind(stores: list[StoreView]) -> list[tuple[str, list[StoreView]]]
     return list(groups.items())
 
 
+# What a store holds when something was written to it (its latest snapshot naming it); history is
+# the holders' own window and skills a catalogue gg fills, so neither is "written" or "never written".
+_WRITTEN = {
+    "memories": lambda v, snap: v.revisions > 0 or bool(snap.get("memories")),
+    "tasks": lambda v, snap: bool(snap.get("tasks")),
+    "board": lambda v, snap: bool(snap.get("issues") or snap.get("epics")),
+    "archive": lambda v, snap: bool(snap.get("entries")),
+}
+
+
+def never_written(view: StoreView):
+    """True when nothing was ever written to the store, None for a kind nothing writes."""
+    written = _WRITTEN.get(view.kind)
+    snap = view.store.snapshot if isinstance(view.store.snapshot, dict) else {}
+    return None if written is None else not written(view, snap)
+
+
+def live_cost(view: StoreView):
+    """What the store costs per turn over its live holders' windows (their latest band summed); None
+    where no live holder reported one."""
+    costs = [view.holder_costs.get(h.agent.agent_id) for h in view.live]
+    costs = [c for c in costs if c is not None]
+    return sum(costs) if costs else None
+
+
+# The stores each overview figure counts (?show=), the list it links to.
+SHOWN = {
+    "held": lambda v: bool(v.holders),
+    "live": lambda v: bool(v.live),
+    "shared": lambda v: len({h.agent.agent_id for h in v.live}) > 1,
+    "costed": lambda v: live_cost(v) is not None,
+    "unwritten": lambda v: never_written(v) is True,
+}
+
+
+def kind_overview(stores: list[StoreView]) -> dict:
+    """gg's per-kind overview (console.md "Modules"): stores, holders, live holders, stores genuinely
+    shared (held by more than one live agent), the per-turn cost summed over the live windows, and the
+    stores never written (None for a kind nothing writes)."""
+    costs = [c for c in (live_cost(v) for v in stores) if c is not None]
+    unwritten = [never_written(v) for v in stores]
+    return {"stores": len(stores), "holders": sum(len(v.holders) for v in stores),
+            "live": sum(len(v.live) for v in stores), "shared": sum(SHOWN["shared"](v) for v in stores),
+            "cost": sum(costs) if costs else None,
+            "unwritten": None if all(u is None for u in unwritten) else sum(u is True for u in unwritten)}
+
+
 @dataclass
 class StoreGroup:
     kind: str
@@ -157,16 +213,21 @@ class StoreGroup:
     total: int
     page: int
     pages: int
+    overview: dict = field(default_factory=dict)  # kind_overview of every store of the kind
+    shown: int = 0  # stores the ?show= filter kept (of total)
 
 
-def store_pages(groups, kind: str, page: int) -> list[StoreGroup]:
+def store_pages(groups, kind: str, page: int, show: str = "") -> list[StoreGroup]:
     """Each kind's first page of `STORES_SHOWN` stores; with `kind`, only that kind at `page` (past
-    its last page: the last one)."""
+    its last page: the last one), and with `show` only the stores that overview figure counts."""
     out = []
     for name, stores in groups:
         if kind and name != kind:
             continue
-        pages = max(1, -(-len(stores) // STORES_SHOWN))
+        overview = kind_overview(stores)
+        listed = [v for v in stores if SHOWN[show](v)] if kind and show else stores
+        pages = max(1, -(-len(listed) // STORES_SHOWN))
         at = min(page, pages) if kind else 1
-        out.append(StoreGroup(name, stores[(at - 1) * STORES_SHOWN:at * STORES_SHOWN], len(stores), at, pages))
+        out.append(StoreGroup(name, listed[(at - 1) * STORES_SHOWN:at * STORES_SHOWN], len(stores), at, pages,
+                              overview, len(listed)))
     return out

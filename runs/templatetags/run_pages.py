@@ -5,7 +5,7 @@ import json
 
 from django import template
 
-from runs.access import agent_url
+from runs.access import agent_url, store_url as _store_url
 from runs.pages.divergences import divergence_count as _divergence_count
 from runs.pages.common import error_record
 from runs.stream.record import as_list
@@ -106,3 +106,9 @@ def as_list_filter(value):
 def agent_link(run_pk, agent_id):
     """An agent's id as a link to its page; the id alone when no URL can carry it (`agent_linkable`)."""
     return {"href": agent_url(run_pk, agent_id), "agent_id": agent_id}
+
+
+@register.simple_tag
+def store_url(run_pk, module_id):
+    """A store's page, or "" when no URL can carry its id (runs.access.store_url)."""
+    return _store_url(run_pk, module_id)

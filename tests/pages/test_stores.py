@@ -65,3 +65,57 @@ def test_a_store_is_dropped_only_when_every_holder_released_it(viewer_client):
     ingest.append_lines(linked, lines.encode().splitlines())
     html = get(viewer_client, "stores", linked.pk)
     assert rows(html, "data-lifetime") == [("held", "held · released by 1 of 2")]
+
+
+def overview_stream():
+    def roster(agent, mems, tasks="tasks-0", **env):
+        return {"agentId": agent, **env, "type": "agent_modules", "modules": [
+            {"kind": "history", "moduleId": f"history-{agent}", "enabled": True, "origin": "created", "writable": True},
+            {"kind": "memories", "moduleId": mems, "enabled": True, "origin": "created", "writable": True},
+            {"kind": "tasks", "moduleId": tasks, "enabled": True, "origin": "run", "writable": True}]}
+
+    def breakdown(agent, memory, total):
+        return {"agentId": agent, "type": "context_breakdown", "totalTokens": total,
+                "bySource": [{"source": "memory", "tokens": memory}, {"source": "task_list", "tokens": 5}]}
+    return [
+        roster("root", "memories-0"), breakdown("root", 120, 1000),
+        roster("w1", "memories-0", parentAgentId="root"), breakdown("w1", 80, 500),  # a live co-holder
+        roster("w2", "memories-1", parentAgentId="root"), breakdown("w2", 40, 300),
+        {"agentId": "w2", "type": "agent_returned", "summary": "done"},  # no longer live
+        {"agentId": "w3", "type": "agent_spawned", "profileId": "w", "depth": 1}, roster("w3", "memories-2"),
+        {"type": "turn_started"},
+        {"type": "memory_revision", "name": "plan", "revision": 1, "change": "written", "body": "b", "len": 1, "lines": 1},
+        {"type": "memory_state", "moduleId": "memories-0", "memories": [{"name": "plan", "len": 1, "lines": 1}],
+         "count": 1, "totalLen": 1, "totalLines": 1},
+        {"type": "memory_state", "moduleId": "memories-1", "memories": [], "count": 0, "totalLen": 0, "totalLines": 0},
+        {"type": "tasks_state", "moduleId": "tasks-0", "tasks": [{"id": "t1", "title": "x", "status": "pending"}]},
+    ]
+
+
+def test_each_kind_leads_with_an_overview_whose_figures_list_what_they_count(viewer_client):
+    run = Run.objects.create(name="store-overview")
+    ingest.append(run, overview_stream())
+    html = get(viewer_client, "stores", run.pk)
+
+    def figures(kind):
+        part = html[html.index(f'data-overview="{kind}"'):]
+        part = part[:part.index("</dl>")]
+        return {f: text for f, text in rows(part, "data-figure")}
+    # memories: three stores, four holders, three of them live (w2 returned), memories-0 held by two
+    # live agents; its cost is root's 120 + w1's 80 + w3's nothing reported; memories-1 and -2 never written
+    assert figures("memories") == {"stores": "3", "holders": "4", "live": "3", "shared": "1", "cost": "200 tokens",
+                                   "unwritten": "2"}
+    assert figures("tasks") == {"stores": "1", "holders": "4", "live": "3", "shared": "1", "cost": "10 tokens",
+                                "unwritten": "0"}
+    history = html[html.index('data-overview="history"'):]
+    assert 'data-figure="unwritten"' not in history[:history.index("</dl>")]  # nothing writes history
+
+    def listed(query):
+        page = viewer_client.get(f"/runs/{run.pk}/stores/?{query}").content.decode()
+        return [s for s, _ in rows(page, "data-store")]
+    assert listed("kind=memories&show=shared") == ["memories-0"]
+    assert listed("kind=memories&show=unwritten") == ["memories-1", "memories-2"]
+    assert listed("kind=memories&show=live") == ["memories-0", "memories-2"]
+    assert listed("kind=memories&show=costed") == ["memories-0"]
+    assert listed("kind=memories&show=nonsense") == ["memories-0", "memories-1", "memories-2"]
+    assert 'href="?kind=memories&amp;show=shared#kind-memories"' in html

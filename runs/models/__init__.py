@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from runs.models.memory import MemoryRevision  # noqa: F401  (its own module: this one is at its size)
+
 
 class Run(models.Model):
     class Status(models.TextChoices):
@@ -150,6 +152,8 @@ class Agent(models.Model):
     suspended = models.DurationField(default=timedelta(0))
     blocked_since = models.DateTimeField(null=True, blank=True)
     first_seq = models.PositiveBigIntegerField(default=0)
+    # Its latest memory_state's store, else its roster's: where its memory_revisions (naming none) go.
+    memory_store = models.CharField(max_length=200, blank=True)
     # Call pairing between chunks and generated tokens over model time (runs.stream.call_times).
     timing = models.JSONField(default=dict, blank=True)
     # The agent's first and latest gg stamps, verbatim (its own working span, for the active clock).
@@ -197,6 +201,7 @@ class ModuleStore(models.Model):
     snapshot = models.JSONField(null=True, blank=True)  # the latest *_state record naming this store
     snapshot_seq = models.PositiveBigIntegerField(default=0)
     first_seq = models.PositiveBigIntegerField(default=0)
+    peak = models.JSONField(null=True, blank=True)  # a memory store's {count, totalLen, totalLines} at their largest
 
     class Meta:
         constraints = [

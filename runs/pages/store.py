@@ -1,0 +1,40 @@
+"""One store's page (templates/runs/store.html), under the Stores tab: its holders with what it costs
+each and whether they hold it live, a memory store's peak usage and its revision history in order —
+each `memory_revision` the fold attributed to it (turn, agent, memory, revision, change, size, the
+body's first characters), a page at a time. Tests: tests/pages/test_store.py.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from runs.models import Holding, MemoryRevision, ModuleStore
+from runs.pages.common import get_run, run_context
+from runs.pages.stores import holder_cost
+from runs.stream.vocabulary import OPEN_AGENT_STATUSES
+
+# A memory written every turn of a long run has thousands of revisions: a page at a time, oldest first.
+REVISIONS_SHOWN = 100
+
+
+@require_GET
+def store_page(request, pk, module_id):
+    run = get_run(pk)
+    store = ModuleStore.objects.filter(run=run, module_id=module_id).first()
+    if store is None:
+        raise Http404("No such store in this run.")
+    holders = list(Holding.objects.filter(store=store).select_related("agent").order_by("agent__first_seq", "position"))
+    for h in holders:
+        h.cost = holder_cost(h)
+        h.live = h.agent.status in OPEN_AGENT_STATUSES
+    revisions = MemoryRevision.objects.filter(run=run, module_id=module_id)
+    total = revisions.count()
+    pages = max(1, -(-total // REVISIONS_SHOWN))
+    page = request.GET.get("page", "")
+    page = min(int(page), pages) if page.isdigit() and int(page) > 0 else 1
+    shown = list(revisions.order_by("seq")[(page - 1) * REVISIONS_SHOWN:page * REVISIONS_SHOWN])
+    return render(request, "runs/store.html", run_context(
+        run, "stores", store=store, holders=holders, revisions=shown, revision_total=total, page=page, pages=pages,
+        first=(page - 1) * REVISIONS_SHOWN))
