@@ -25,7 +25,10 @@ def store_page(request, pk, module_id):
     store = ModuleStore.objects.filter(run=run, module_id=module_id).first()
     if store is None:
         raise Http404("No such store in this run.")
-    holders = list(Holding.objects.filter(store=store).select_related("agent").order_by("agent__first_seq", "position"))
+    # A store held by thousands of agents reads only what the table shows of each, not its whole row.
+    holders = list(Holding.objects.filter(store=store).select_related("agent").only(
+        "kind", "origin", "writable", "scope", "position", "agent__agent_id", "agent__status", "agent__last_breakdown")
+        .order_by("agent__first_seq", "position"))
     for h in holders:
         h.cost = holder_cost(h)
         h.live = h.agent.status in OPEN_AGENT_STATUSES
