@@ -6,7 +6,7 @@
 from pathlib import Path
 
 from runs.ingest import writer as ingest
-from runs.models import Agent, Event, Holding, MemoryRevision, ModuleStore, RejectedLine, Run
+from runs.models import Agent, Event, Holding, MemoryRevision, ModuleStore, PooledMessage, RejectedLine, Run
 from runs.ingest.fold import RUN_PROJECTION_FIELDS
 from tests.paths import GG_FIXTURES, STREAMS
 
@@ -75,6 +75,7 @@ def projection_dump(run: Run) -> dict:
     )
     rejected = list(RejectedLine.objects.filter(run=run).order_by("line_number").values_list("line_number", "reason", "raw"))
     revisions = [_row(r, exclude=("run",)) for r in MemoryRevision.objects.filter(run=run).order_by("seq")]
+    pool = {f"{m.agent_id} {m.message_id}": _row(m, exclude=("run",)) for m in PooledMessage.objects.filter(run=run)}
     return {
         "run": {f: getattr(run, f) for f in RUN_PROJECTION_FIELDS + ["last_seq", "rejected_count"]},
         "agents": agents,
@@ -83,4 +84,5 @@ def projection_dump(run: Run) -> dict:
         "events": events,
         "rejected": rejected,
         "memory_revisions": revisions,
+        "pool": pool,
     }

@@ -38,6 +38,8 @@ What is read, per spec/stream.md:
   usage, the largest figures any ``memory_state`` naming it reported (its own or gg's ``peak``).
 * Context (§4.13, §7.4): per agent, each ``context_breakdown`` band summed over its turns, and its
   latest breakdown (the store cost per holder reads the holder's band there).
+* Message log (§4.14, §4.15, §7.6): each agent's pool and what each message cost while resident
+  (`runs.ingest.fold_pool`).
 * Usage (§4.10, §4.11, §7.5): the sum of ``usage`` deltas, each token class null-aware, per run, per
   (profile, model) and per agent; ``slot_usage`` rollups kept apart (latest per key), never added.
 
@@ -49,12 +51,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from runs.ingest import fold_flush
-from runs.ingest.fold_types import HANDLERS
+from runs.ingest import fold_flush, fold_pool, fold_types
 from runs.models import Agent, ModuleStore, RefusalRow, Run
 from runs.stream import call_times
 from runs.stream.record import Decoded, as_list, as_text, parse_timestamp, roster_module_id
 from runs.stream.vocabulary import ID_MAX, STATE_KINDS
+
+HANDLERS = {**fold_types.HANDLERS, **fold_pool.HANDLERS}
 
 # Statuses only session_ended sets; a rebuild returns a run in one of these to `running`.
 STREAM_STATUSES = frozenset(Run.Status.values) - {"queued", "running", "interrupted"}
@@ -90,6 +93,7 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folde
     projector.refusal_rows = refusals = refusal_rows(run, rows, turns)
     call_ms = call_times.call_times(projector.agents, rows, turns)
     fold_flush.flush(projector)
+    projector.pool.flush()
     if save_run:
         run.save(update_fields=RUN_PROJECTION_FIELDS + list(extra_run_fields))
     return Folded(turns, projector.status_changed, refusals, call_ms)
@@ -143,6 +147,7 @@ class Projector:
         self.pred_links: dict[str, str] = {}  # successor agent_id -> predecessor agent_id
         self.refusal_rows: list[RefusalRow] = []
         self.memory_revisions: list = []  # MemoryRevision rows to insert
+        self.pool = fold_pool.Pool(run)  # the agents' message pools (runs.ingest.fold_pool)
         self.status_changed = False
         self._all_agents_loaded = False
         self._started_known = run.started_at is not None
@@ -180,6 +185,7 @@ class Projector:
             stores = ModuleStore.objects.filter(run=self.run).defer("snapshot")
             for s in fold_flush.in_chunks(stores, "module_id", module_ids):
                 self.stores[s.module_id] = s
+        self.pool.preload(records)
 
     def load_all_agents(self) -> None:
         if self._all_agents_loaded:

@@ -1,6 +1,7 @@
 """Writing what one fold touched: new rows bulk-inserted, touched rows updated once each.
 
-`update_rows` is one ``executemany`` UPDATE (the rebuild fixes Event columns with it too).
+`update_rows` is one ``executemany`` UPDATE (the rebuild fixes Event columns with it too);
+`insert_rows` one ``executemany`` INSERT of rows held as plain objects.
 """
 
 from __future__ import annotations
@@ -109,6 +110,20 @@ def update_rows(model, objs, field_names) -> None:
     params = [
         [f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields] + [obj.pk] for obj in objs
     ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def insert_rows(model, objs, field_names, **constants) -> None:
+    """INSERT `objs` (any objects with the fields as attributes) as new rows of `model`, `constants`
+    ({column attname: value}) the same on every row: one ``executemany``, no model instances."""
+    fields = [model._meta.get_field(name) for name in field_names]
+    qn = connection.ops.quote_name
+    columns = [f.column for f in fields] + list(constants)
+    sql = "INSERT INTO {} ({}) VALUES ({})".format(
+        qn(model._meta.db_table), ", ".join(qn(c) for c in columns), ", ".join(["%s"] * len(columns)))
+    tail = list(constants.values())
+    params = [[f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields] + tail for obj in objs]
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)
 

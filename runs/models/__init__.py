@@ -13,6 +13,7 @@ from django.db import models
 from django.utils import timezone
 
 from runs.models.memory import MemoryRevision  # noqa: F401  (its own module: this one is at its size)
+from runs.models.pool import PooledMessage  # noqa: F401  (likewise)
 
 
 class Run(models.Model):
@@ -159,6 +160,7 @@ class Agent(models.Model):
     # The agent's first and latest gg stamps, verbatim (its own working span, for the active clock).
     first_timestamp = models.CharField(max_length=64, blank=True)
     last_timestamp = models.CharField(max_length=64, blank=True)
+    material = models.JSONField(default=dict, blank=True)  # its windows' cost by residency (runs.stream.material)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "agent_id"], name="agent_unique_per_run")]
@@ -329,11 +331,8 @@ class IngestToken(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     key = models.CharField(max_length=64, unique=True, default=_new_token)
     label = models.CharField(max_length=200, blank=True)
-    run_names = models.TextField(
-        blank=True,
-        help_text="One run name per line: the token writes only into these runs (and creates them). "
-        "Empty: any run its user created.",
-    )
+    run_names = models.TextField(blank=True, help_text="One run name per line: the token writes only into these runs "
+                                 "(and creates them). Empty: any run its user created.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):

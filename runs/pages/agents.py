@@ -1,6 +1,7 @@
 """The Agents tab (templates/runs/agents.html) and one agent's page (templates/runs/agent.html):
 the forest of incarnations, and an agent's surface joined to its counts, its roster, its latest
-programs and its per-turn context chart. Tests: tests/pages/test_agents.py.
+programs, its per-turn context chart (compactions marked, the fullness meter) and what its material
+cost by residency. Tests: tests/pages/test_agents.py.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from runs.pages.agent_timing import agent_timing
 from runs.pages.origins import error_turn_numbers
 from runs.pages.profiles import profile_rows
 from runs.pages.programs import agent_programs
+from runs.pages import material
 from surfaces.arms import ARMS, spell
 from surfaces.catalogue import ENDINGS, MODULES, MODULES_BY_ID, OPERATIONS, TOOLS
 
@@ -68,6 +70,7 @@ def agent_page(request, pk, agent_id):
         run, "agents", agent=agent, surface=surface, call_surface=call_surface(agent),
         not_offered=reference_not_offered(agent, surface), holdings=agent_holdings(agent),
         programs=programs, more_programs=more_programs, programs_before=before, context=agent_context_bands(run, agent),
+        material=material.agent_material(run, agent),
         timing=agent_timing(run, agent), language=agent.program_language,
         error_turn_list=error_turn_numbers(run, agent.agent_id) if agent.error_turn_count else [],
     ))
@@ -218,12 +221,13 @@ def agent_holdings(agent: Agent) -> list[Holding]:
 
 def agent_context_bands(run: Run, agent: Agent) -> dict:
     """The agent's context bands per turn (its latest CONTEXT_TURNS_SHOWN context_breakdowns),
-    for the stacked chart: {turns: [{turn, total, window, bands: [(source, tokens)]}], bands, peak}."""
+    for the stacked chart: {turns: [{turn, total, window, bands: [(source, tokens)]}], bands, peak,
+    compactions (runs.pages.material.compactions, over those turns), fullness (its latest)}."""
     rows = list(Event.objects.filter(run=run, type="context_breakdown", agent_id=agent.agent_id)
-                .order_by("-seq").values_list("turn", "raw")[:CONTEXT_TURNS_SHOWN + 1])
+                .order_by("-seq").values_list("turn", "raw", "seq")[:CONTEXT_TURNS_SHOWN + 1])
     more = len(rows) > CONTEXT_TURNS_SHOWN
     turns, seen_bands = [], set()
-    for turn, raw in reversed(rows[:CONTEXT_TURNS_SHOWN]):
+    for turn, raw, _ in reversed(rows[:CONTEXT_TURNS_SHOWN]):
         rec = gg_record(raw)
         bands = breakdown_bands(rec)
         seen_bands.update(k for k, v in bands.items() if v)
@@ -234,4 +238,7 @@ def agent_context_bands(run: Run, agent: Agent) -> dict:
     peak = max([t["total"] for t in turns] + [1])
     for t in turns:
         t["bands"] = [(b, t["bands"].get(b, 0)) for b in order if t["bands"].get(b, 0)]
-    return {"turns": turns, "bands": order, "peak": peak, "more": more}
+    before = rows[CONTEXT_TURNS_SHOWN][2] if more else None  # the breakdown before the first turn shown
+    return {"turns": turns, "bands": order, "peak": peak, "more": more,
+            "compactions": material.compactions(run, agent, before, CONTEXT_TURNS_SHOWN) if turns else [],
+            "fullness": material.fullness(agent.last_breakdown)}

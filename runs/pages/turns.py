@@ -1,11 +1,11 @@
 """A turn as an address: ``/runs/<pk>/agents/<agent>/turns/<n>/``.
 
 What one agent did in its turn n, read from the records the fold stamped with that turn (one
-indexed query, bounded by the turn, not the run): the messages the model was sent and what it
-answered (`prompt` pointers into the agent's pool, the bodies this turn defined), its program(s)
-or tool calls with their results and durations, shell commands, refusals, the context it filled,
-its outcome and its `turn_timing` split. Every record of the turn is listed, each linking to its
-own page.
+indexed query, bounded by the turn, not the run): the window the model was sent (`prompt` pointers
+into the agent's pool, each with its residency and cost share) and what it answered, its program(s)
+or tool calls with their results and durations, shell commands, refusals, a compaction at its top,
+the context it filled and how full, its outcome and its `turn_timing` split. Every record of the
+turn is listed, each linking to its own page.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from django.views.decorators.http import require_GET
 from runs.models import Agent, Event, Run
 from runs.stream.usage import breakdown_bands
 from runs.pages import calls as call_pairs
-from runs.pages import programs
+from runs.pages import material, programs
 from runs.pages.events import clock, offset
 from runs.pages.common import run_context
 from runs.stream.record import gg_record
 from runs.pages.refusals import REFUSED_LINE
 
 def _messages(rows) -> dict:
-    """The turn's request as the model was sent it: [{id, band, new, role, content, tokens, label,
-    tool_calls}] in order, and the answer (the reply's pool entry) — bodies this turn defined."""
+    """The turn's request as the model was sent it: [{id, band, new, message}] in order, `defined`
+    ({id: message} of the bodies this turn pooled) and the answer (the reply's pool entry)."""
     pool, prompt = {}, {}
     for row in rows:
         if row[1] == "context_message":
@@ -42,7 +42,7 @@ def _messages(rows) -> dict:
         request.append({"id": pointer.get("id"), "band": pointer.get("source"), "new": message is not None,
                         "message": message})
     answer = pool.get(prompt["responseId"]) if isinstance(prompt.get("responseId"), str) else None
-    return {"prompt": prompt, "request": request, "answer": answer,
+    return {"prompt": prompt, "request": request, "defined": pool, "answer": answer,
             "carried": sum(1 for m in request if not m["new"])}
 
 
@@ -65,12 +65,15 @@ def turn_view(run: Run, agent: Agent, n: int) -> dict:
         if isinstance(message, str) and (m := REFUSED_LINE.search(message)):
             refusals.append({"seq": row[0], "written": m["name"], "message": m["message"].strip()})
     breakdown = first("context_breakdown")
+    messages = _messages(rows)
+    if messages["prompt"]:  # the whole window, each item with its residency and its share of the bill
+        messages["window"] = material.turn_window(run, agent, n, messages["prompt"], messages["defined"])
     return {
         "n": n, "rows": rows, "start": rows[0][4], "end": rows[-1][4],
         "clock": clock(rows[0][4]), "offset": offset(run, rows[0][4]),
         "span_ms": call_pairs.ms_between(rows[0][4], rows[-1][4]),
         "outcome": first("turn_outcome"), "timing": call_pairs.timing_split(first("turn_timing")),
-        "messages": _messages(rows), "texts": [gg_record(r[-1]).get("text") for r in by_type.get("assistant_message", ())],
+        "messages": messages, "texts": [gg_record(r[-1]).get("text") for r in by_type.get("assistant_message", ())],
         "programs": programs.programs_of_turn(run, agent.agent_id, rows),
         "tool_calls": [{"call": c, "args": args.get(c.seq, {}).get("args"), "result": results.get(c.result_seq, {})}
                        for c in tool_calls],
@@ -79,6 +82,8 @@ def turn_view(run: Run, agent: Agent, n: int) -> dict:
         "bands": sorted(((b, t) for b, t in breakdown_bands(breakdown).items() if t), key=lambda bt: -bt[1]),
         "total_tokens": breakdown.get("totalTokens"),
         "window": breakdown.get("windowLimit"),
+        "fullness": material.fullness(breakdown),
+        "compactions": [{"seq": r[0], **material.compaction_figures(gg_record(r[-1]))} for r in by_type.get("compaction", ())],
     }
 
 

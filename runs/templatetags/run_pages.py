@@ -41,8 +41,9 @@ def error_turns(holder, per_agent=False):
 @register.inclusion_tag("runs/_context_chart.html")
 def context_chart(context):
     """Stacked bars, one per turn, each band a rect, over a token axis with turn labels beneath and
-    the context window's limit as a dashed line. The axis reaches the limit when the peak comes within
-    half of it; a limit far above the peak is named in the caption instead of flattening every bar."""
+    the context window's limit as a dashed line and each compaction as a marker before its turn. The
+    axis reaches the limit when the peak comes within half of it; a limit far above the peak is named
+    in the caption instead of flattening every bar."""
     turns = context["turns"]
     width = max(6, min(28, 900 // max(len(turns), 1)))
     peak = context["peak"] or 1
@@ -60,7 +61,8 @@ def context_chart(context):
                           "colour": BAND_COLOURS.get(band, "#bbbbbb")})
         bars.append({"x": AXIS_LEFT + i * (width + BAR_GAP), "turn": turn["turn"], "total": turn["total"],
                      "window": turn["window"], "rects": rects})
-    every = -(-26 // (width + BAR_GAP))  # a turn label every ~26 px at least
+    widest = max((len(str(t["turn"])) for t in turns), default=1)
+    every = -(-max(26, 7 * widest + 6) // (width + BAR_GAP))  # a turn label every ~26 px, more for long numbers
     bar_width = width - BAR_GAP if width > 4 else width
     shown = list(range(0, len(bars), every))
     if bars and shown[-1] != len(bars) - 1:  # the latest turn is always labelled; the label before it yields
@@ -68,13 +70,19 @@ def context_chart(context):
     labels = [{"x": round(bars[i]["x"] + bar_width / 2, 2), "turn": bars[i]["turn"]} for i in shown]
     plot_width = max(len(turns) * (width + BAR_GAP), 1)
     ticks = [{"y": round(CHART_TOP + CHART_HEIGHT - v * scale, 2), "value": v} for v in (0, top // 2, top)]
+    # Each compaction at the turn of its post-compaction breakdown (console.md §1.8): a line before that bar.
+    x_of = {bar["turn"]: bar["x"] for bar in bars}
+    markers = [{**c, "x": round(x_of[c["turn"]] - BAR_GAP / 2, 2)} for c in context.get("compactions", ())
+               if c["turn"] in x_of]
+    for m in markers:  # a label near the right edge reads leftwards, inside the plot
+        m["end"] = m["x"] > AXIS_LEFT + len(turns) * (width + BAR_GAP) - 48
     limit_line = None
     if limit and limit <= top:
         limit_line = {"y": round(CHART_TOP + CHART_HEIGHT - limit * scale, 2), "value": limit}
     return {"bars": bars, "width": bar_width, "height": CHART_TOP + CHART_HEIGHT + AXIS_BOTTOM,
             "svg_width": AXIS_LEFT + plot_width + 8, "plot_left": AXIS_LEFT, "plot_right": AXIS_LEFT + plot_width,
             "plot_top": CHART_TOP, "plot_bottom": CHART_TOP + CHART_HEIGHT, "label_y": CHART_TOP + CHART_HEIGHT + 14,
-            "ticks": ticks, "labels": labels, "limit_line": limit_line,
+            "ticks": ticks, "labels": labels, "limit_line": limit_line, "markers": markers,
             "limit_off_chart": limit if limit and not limit_line else None, "peak": peak,
             "legend": [(b, BAND_COLOURS.get(b, "#bbbbbb")) for b in context["bands"]]}
 

@@ -1,0 +1,154 @@
+"""The fold of the message log (spec/stream.md §4.14, §4.15, §7.6): each agent's pool of
+`context_message`s as PooledMessage rows, and each `prompt`'s window billed to the messages it points
+at — the turn's reported input split by their estimated sizes (runs.stream.material) — with the turns
+each stays resident, summed per agent into `Agent.material`.
+
+The rows a chunk touches are loaded once (`preload`), updated in memory and written once (`flush`),
+like the rest of the fold: the result does not depend on where chunk boundaries fall.
+"""
+
+from __future__ import annotations
+
+from runs.ingest import fold_flush
+from runs.models import PooledMessage
+from runs.stream.material import enter, reported_input, split, turn_input_cost
+from runs.stream.prices import model_prices
+from runs.stream.record import as_list, as_text
+from runs.stream.usage import num, plus
+from runs.stream.vocabulary import ID_MAX, SHORT_MAX
+
+_FIELDS = ["role", "label", "band", "tokens", "seq", "spans", "billed", "cost", "estimated"]
+
+
+class Message:
+    """A PooledMessage row as the fold holds it: plain attributes (a model instance per message costs
+    more than the rest of its fold), written by `Pool.flush` in one statement per chunk."""
+
+    __slots__ = ("id", "agent_id", "message_id", *_FIELDS)
+
+    def __init__(self, agent_id, message_id, id=None, role="", label="", band="", tokens=None, seq=None,
+                 spans=None, billed=0.0, cost=None, estimated=False):
+        self.id, self.agent_id, self.message_id = id, agent_id, message_id
+        self.role, self.label, self.band, self.tokens, self.seq = role, label, band, tokens, seq
+        self.spans = [] if spans is None else spans
+        self.billed, self.cost, self.estimated = billed, cost, estimated
+
+    @property
+    def pk(self):
+        return self.id
+
+
+class Pool:
+    """The PooledMessage rows of one fold call, keyed (agent id, message id)."""
+
+    def __init__(self, run):
+        self.run = run
+        self.rows: dict[tuple[str, str], Message] = {}
+        self.new: set = set()
+        self.dirty: set = set()
+        self._prices = None
+
+    @property
+    def prices(self) -> dict:
+        if self._prices is None:
+            self._prices = model_prices()
+        return self._prices
+
+    def preload(self, records) -> None:
+        """Load the rows the chunk's definitions and pointers name: one query per 500 ids."""
+        wanted = set()
+        for rec in records:
+            t = rec.get("type")
+            if t not in ("context_message", "prompt"):
+                continue
+            aid = as_text(rec.get("agentId")) if rec.get("agentId") else "root"
+            ids = [rec.get("id")] if t == "context_message" else [
+                p.get("id") for p in as_list(rec.get("request")) if isinstance(p, dict)]
+            wanted.update((aid, _mid(i)) for i in ids if isinstance(i, str) and i)
+        wanted -= self.rows.keys()
+        if not wanted:
+            return
+        agents = {aid for aid, _ in wanted}
+        rows = PooledMessage.objects.filter(run=self.run, agent_id__in=agents).values_list(
+            "agent_id", "message_id", "id", *_FIELDS)
+        for values in fold_flush.in_chunks(rows, "message_id", {mid for _, mid in wanted}):
+            if (values[0], values[1]) in wanted:
+                self.rows[values[0], values[1]] = Message(*values)
+
+    def row(self, agent_id: str, message_id: str) -> Message:
+        key = (agent_id, message_id)
+        m = self.rows.get(key)
+        if m is None:
+            m = self.rows[key] = Message(agent_id, message_id)
+            self.new.add(key)
+        elif key not in self.new:
+            self.dirty.add(key)
+        return m
+
+    def flush(self) -> None:
+        if self.new:
+            fold_flush.insert_rows(PooledMessage, [self.rows[k] for k in self.new], ["agent_id", "message_id", *_FIELDS],
+                                   run_id=self.run.pk)
+        if self.dirty:
+            fold_flush.update_rows(PooledMessage, [self.rows[k] for k in self.dirty], _FIELDS)
+        self.new.clear()
+        self.dirty.clear()
+
+
+def _mid(value) -> str:
+    return as_text(value, ID_MAX)
+
+
+def _context_message(p, seq, rec, agent):
+    mid = rec.get("id")
+    if not isinstance(mid, str) or not mid:
+        return
+    m = p.pool.row(agent.agent_id, _mid(mid))
+    if m.seq is None:  # defined once per agent stream; a repeat changes nothing
+        m.seq = seq
+        m.role = as_text(rec.get("role"), 16)
+        label = rec.get("label")
+        m.label = as_text(label, 400) if label else ""
+        tokens = num(rec.get("tokens"))
+        m.tokens = int(tokens) if tokens is not None and 0 <= tokens < 2**62 else None
+        _material(agent)["items"] += 1
+
+
+def _prompt(p, seq, rec, agent):
+    pointers = [(_mid(ptr["id"]), ptr.get("source")) for ptr in as_list(rec.get("request"))
+                if isinstance(ptr, dict) and isinstance(ptr.get("id"), str) and ptr["id"]]
+    rows = [p.pool.row(agent.agent_id, mid) for mid, _ in pointers]
+    tokens = rec.get("tokens")
+    shares, unattributed = split([m.tokens for m in rows], reported_input(tokens))
+    cost, estimated = turn_input_cost(tokens, rec.get("cost"), agent.model_id, p.pool.prices)
+    whole = sum(shares)
+    material = _material(agent)
+    material["turns"] += 1
+    material["unattributed"] = plus(material["unattributed"], unattributed)
+    if cost is not None:
+        material["cost"] = plus(material["cost"] or 0, cost)
+        material["estimated"] = material["estimated"] or estimated
+    bands = material["bands"]
+    turn = agent.turns
+    for m, (_, source), share in zip(rows, pointers, shares):
+        if source:
+            m.band = as_text(source, SHORT_MAX)
+        enter(m.spans, turn)
+        m.billed = plus(m.billed, share)
+        if cost is not None and whole:
+            m.cost = plus(m.cost or 0, cost * share / whole)
+            m.estimated = m.estimated or estimated
+        material["billed"] = plus(material["billed"], share)
+        bands[m.band or "unknown"] = plus(bands.get(m.band or "unknown", 0), share)
+
+
+def _material(agent) -> dict:
+    """The agent's running totals (Agent.material), filled in on first use."""
+    m = agent.material
+    if not m:
+        m.update({"items": 0, "turns": 0, "billed": 0, "cost": None, "estimated": False, "unattributed": 0,
+                  "bands": {}})
+    return m
+
+
+HANDLERS = {"context_message": _context_message, "prompt": _prompt}
