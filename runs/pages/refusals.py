@@ -141,8 +141,12 @@ def run_refusals(run: Run, agents: list[Agent]) -> dict:
         if not mine and not capped:
             continue
         turns = defaultdict(lambda: {"entries": [], "suppressed": 0})
+        spellings = {}  # operation -> this agent's spelling of it, spelled once
         for e in mine:
-            spelled = call_spelling(agent, e["operation"]) if e["operation"] else ""
+            op = e["operation"]
+            if op and op not in spellings:
+                spellings[op] = call_spelling(agent, op)
+            spelled = spellings[op] if op else ""
             # The surface has no spelling for an operation it does not offer: gg's line quotes the
             # program's own, which is a fact rather than a guess.
             e["spelling"] = e["written"] if e["written"] and (not spelled or spelled == e["operation"]) else spelled
