@@ -1,7 +1,7 @@
 """The fold of the message log (spec/stream.md §4.14, §4.15, §7.6): each agent's pool of
 `context_message`s as PooledMessage rows, and each `prompt`'s window billed to the messages it points
 at — the turn's reported input split by their estimated sizes (runs.stream.material) — with the turns
-each stays resident, summed per agent into `Agent.material`.
+each stays resident, summed per agent into `Agent.material` (per band and per view too).
 
 The rows a chunk touches are loaded once (`preload`), updated in memory and written once (`flush`),
 like the rest of the fold: the result does not depend on where chunk boundaries fall.
@@ -17,6 +17,7 @@ from runs.stream.record import as_list, as_text
 from runs.stream.usage import num, plus
 from runs.stream.vocabulary import ID_MAX, SHORT_MAX
 
+VIEWS_KEPT = 300  # distinct views billed by name per agent
 _FIELDS = ["role", "label", "band", "tokens", "seq", "spans", "billed", "cost", "estimated"]
 
 
@@ -140,6 +141,22 @@ def _prompt(p, seq, rec, agent):
             m.estimated = m.estimated or estimated
         material["billed"] = plus(material["billed"], share)
         bands[m.band or "unknown"] = plus(bands.get(m.band or "unknown", 0), share)
+        if m.label:
+            _bill_view(material, m.band or "unknown", m.label, share)
+
+
+def _bill_view(material: dict, band: str, label: str, share: float) -> None:
+    """Bill a labelled item to its view (§7.6: the file path, view label or documented name), kept per
+    band so a path and a view label that read the same stay apart; past VIEWS_KEPT views, the rest
+    are summed as other views (the agent's row stays bounded)."""
+    views = material.setdefault("views", {})
+    by_label = views.setdefault(band, {})
+    if label in by_label or material.setdefault("view_count", 0) < VIEWS_KEPT:
+        if label not in by_label:
+            material["view_count"] += 1
+        by_label[label] = plus(by_label.get(label, 0), share)
+    else:
+        material["other_views"] = plus(material.get("other_views", 0), share)
 
 
 def _material(agent) -> dict:

@@ -16,6 +16,7 @@ from runs.stream.record import as_list, gg_record
 from runs.stream.usage import num
 
 MATERIAL_SHOWN = 15  # the agent page's costliest items
+VIEWS_SHOWN = 10  # and its costliest views
 POOL_COLUMNS = ("message_id", "role", "label", "band", "tokens", "seq", "spans", "billed", "cost", "estimated")
 
 
@@ -59,17 +60,22 @@ def turn_window(run: Run, agent: Agent, n: int, prompt: dict, defined: dict) -> 
 
 
 def agent_material(run: Run, agent: Agent) -> dict:
-    """What material cost over the agent's life: its totals (Agent.material), its bands by billed
-    tokens, and its MATERIAL_SHOWN costliest pool items (by billed tokens, the residency bill)."""
+    """What material cost over the agent's life: its totals (Agent.material), its bands and its
+    VIEWS_SHOWN costliest views by billed tokens, and its MATERIAL_SHOWN costliest pool items (by
+    billed tokens, the residency bill)."""
     totals = dict(agent.material or {})
     top = [_pool_row(v) for v in PooledMessage.objects.filter(run=run, agent_id=agent.agent_id, billed__gt=0)
            .order_by("-billed", "message_id").values_list(*POOL_COLUMNS)[:MATERIAL_SHOWN]]
     billed = totals.get("billed") or 0
     totals["billed"] = round(billed)
+    totals["other_views"] = round(totals.get("other_views") or 0)
     for row in top:
         row["share"] = row["billed"] / billed if billed else None
     bands = sorted(((b, t) for b, t in (totals.get("bands") or {}).items() if t), key=lambda bt: -bt[1])
-    return {"totals": totals, "top": top, "bands": [(b, round(t), t / billed if billed else None) for b, t in bands]}
+    views = sorted(((band, label, t) for band, labels in (totals.get("views") or {}).items()
+                    for label, t in labels.items() if t), key=lambda v: (-v[2], v[0], v[1]))[:VIEWS_SHOWN]
+    return {"totals": totals, "top": top, "bands": [(b, round(t), t / billed if billed else None) for b, t in bands],
+            "views": [(band, label, round(t), t / billed if billed else None) for band, label, t in views]}
 
 
 def compactions(run: Run, agent: Agent, after_seq: int | None, limit: int) -> list[dict]:

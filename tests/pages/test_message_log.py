@@ -133,6 +133,15 @@ def test_a_compaction_drops_items_and_is_marked_on_the_graph(viewer_client, pric
     # what material cost: the system prompt first, billed over its four resident turns
     top = rows(html, "data-resident")
     assert top[0][0] == "4" and top[0][1].startswith("sys system system 100 1 4 turns 400 62.5%")
+    assert rows(html, "data-view") == [("src/app.py", "file_view src/app.py 20 3.1%")]
+
+
+def test_views_are_billed_by_name_and_band():
+    """A path and a view label that read the same are kept apart (spec/stream.md §7.6)."""
+    run = folded([{"type": "turn_started"}, msg("f", "tool", 30, label="notes"), msg("t", "user", 10, label="notes"),
+                  prompt([("f", "file_view"), ("t", "text_view")], {"uncachedInput": 80})], "views")
+    views = Agent.objects.get(run=run).material["views"]
+    assert views == {"file_view": {"notes": 60}, "text_view": {"notes": 20}}
 
 
 def test_a_window_past_the_limit_and_one_with_no_limit(viewer_client):
