@@ -12,6 +12,7 @@ behind, and `migrate` does the same by itself once it has brought the schema up 
 from __future__ import annotations
 
 import logging
+import operator
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
@@ -121,6 +122,7 @@ def _counts(value) -> dict:
 # Agent columns no figure here reads (the biggest JSON among them): not decoded on every chunk.
 _UNREAD_AGENT_FIELDS = ("last_breakdown", "withheld", "api_tools", "error_facts", "error_types", "brief",
                         "returned", "tools", "cwd")
+_AGENT_ORDER = operator.attrgetter(*Agent._meta.ordering)  # the order `run.agents` reads them in
 COHORT_KEY = ("profile", "model", "mode", "language", "docViewTypes")
 
 
@@ -160,20 +162,24 @@ def cohorts(agents: list[Agent], refusals: dict) -> list[dict]:
 
 
 def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None, peaks: dict | None = None,
-            refusals=()) -> RunFacts:
+            refusals=(), agents=None) -> RunFacts:
     """Fold `run`'s facts. With `chunk` (the write path's classified records of one append) and the
     RefusalRows it stored (`refusals`), the figures the chunk cannot have changed are kept from the
     stored row, and the refusal counts are brought up to date from the chunk's rows
     (`_refusals_after`); a chunk reporting an agent's surface counts them again (the names a refusal
     line is read by are the surface's). A full fold takes the run's `peaks` from a caller that has
-    just read the whole log (the rebuild, through `note_peaks`) rather than reading it again."""
+    just read the whole log (the rebuild, through `note_peaks`) rather than reading it again.
+    `agents`: every Agent of the run as the fold just wrote them (read from the database without)."""
     facts = RunFacts.objects.filter(run=run).first()
     new = facts is None
     if new:
         facts = RunFacts(run=run)
     # A run stored before this table existed has records no chunk here brought.
     full = chunk is None or (new and run.last_seq > len(chunk))
-    agents = list(run.agents.defer(*_UNREAD_AGENT_FIELDS))
+    if agents is None:
+        agents = list(run.agents.defer(*_UNREAD_AGENT_FIELDS))
+    else:
+        agents = sorted(agents, key=_AGENT_ORDER)
     types = {c[0] for c in chunk} if not full else set()
     if full or types & DIVERGENCE_TYPES:
         facts.divergences = len(run_divergences(run, agents, run_holdings(run, agents)))
@@ -233,10 +239,10 @@ def _finite_int(value):
     return int(value) if value is not None and abs(value) < 2 ** 63 else None
 
 
-def after_chunk(run: Run, classified, refusals=()) -> None:
+def after_chunk(run: Run, classified, refusals=(), agents=None) -> None:
     """The write path's call, after a chunk's projections are flushed (same transaction):
     `classified` is its ``[(type, record, agentId, timestamp, operation, tool, ok, failure)]``,
-    `refusals` the RefusalRows its fold stored.
+    `refusals` the RefusalRows its fold stored, `agents` the fold's (`Folded.agents`).
 
     The facts are a derived read model: a fault folding them (a record shape nothing foresaw) is
     logged and leaves them behind the run (`manage.py refresh_facts` finds it) rather than costing
@@ -244,7 +250,8 @@ def after_chunk(run: Run, classified, refusals=()) -> None:
     reads, the same the pages make, need.)"""
     last_ts = next((c[3] for c in reversed(classified) if c[3]), None)
     try:
-        refresh(run, chunk=classified, last_timestamp=last_ts or _last_timestamp(run), refusals=refusals)
+        refresh(run, chunk=classified, last_timestamp=last_ts or _last_timestamp(run), refusals=refusals,
+                agents=agents)
     except Exception:
         log.exception("run %s: the runs list's facts could not be folded", run.pk)
 

@@ -81,6 +81,7 @@ class Folded(NamedTuple):
     status_changed: bool  # the fold changed the run's status (the doorbell carries it)
     refusals: list = []  # the RefusalRows the fold stored (the facts fold them on)
     call_ms: list = []  # per row: on a call's result, the call's milliseconds (the Event.call_ms column), or None
+    agents: list | None = None  # every Agent of the run, as written, when the fold held them all (else None)
 
 
 def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folded:
@@ -96,7 +97,9 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folde
     projector.pool.flush()
     if save_run:
         run.save(update_fields=RUN_PROJECTION_FIELDS + list(extra_run_fields))
-    return Folded(turns, projector.status_changed, refusals, call_ms)
+    # A chunk usually names every agent of the run: its readers after the fold need not read them again.
+    agents = list(projector.agents.values()) if len(projector.agents) == run.agent_count else None
+    return Folded(turns, projector.status_changed, refusals, call_ms, agents)
 
 
 def refusal_rows(run: Run, rows, turns) -> list:

@@ -124,7 +124,7 @@ class _Import:
                 if self.result.first_seq is None:
                     self.result.first_seq = rows[0].seq
             # What the runs list filters on (the log too).
-            run_facts.after_chunk(run, [row.event for row in rows], refusals=folded.refusals)
+            run_facts.after_chunk(run, [row.event for row in rows], refusals=folded.refusals, agents=folded.agents)
 
             self.result.stored += len(rows)
             self.result.rejected += len(rejected)
