@@ -36,17 +36,28 @@ POSTGRES_TABLE = [
 
 def record_text(obj) -> str:
     """The string values of a record, depth first, one per line (at most TEXT_LIMIT characters)."""
-    out, size, stack = [], 0, [obj]
-    while stack and size < TEXT_LIMIT:
-        value = stack.pop()
+    out = []
+    if isinstance(obj, str):
+        out.append(obj)
+    elif isinstance(obj, (dict, list)):
+        _strings(obj.values() if isinstance(obj, dict) else obj, out, TEXT_LIMIT)
+    return "\n".join(out)[:TEXT_LIMIT].replace("\x00", "\ufffd")
+
+
+def _strings(values, out: list, room: int) -> int:
+    """Append the strings under `values` to `out` in order until `room` characters are taken; what is
+    left of it. (Recursion, not a stack: a record nests at most MAX_DEPTH levels.)"""
+    for value in values:
+        if room <= 0:
+            break
         if isinstance(value, str):
             out.append(value)
-            size += len(value) + 1
+            room -= len(value) + 1
         elif isinstance(value, dict):
-            stack.extend(reversed(list(value.values())))
+            room = _strings(value.values(), out, room)
         elif isinstance(value, list):
-            stack.extend(reversed(value))
-    return "\n".join(out)[:TEXT_LIMIT].replace("\x00", "\ufffd")
+            room = _strings(value, out, room)
+    return room
 
 
 _NOT_WORD = re.compile(r"[\W_]+")  # FTS5's unicode61: letters and digits make words, the rest separates

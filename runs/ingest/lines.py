@@ -146,7 +146,7 @@ def dump_record(number: int, record) -> Line:
     except (TypeError, ValueError) as exc:
         return _rejected(number, f"not JSON-serializable: {exc}", repr(record))
     try:
-        size = len(text.encode("utf-8"))
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))  # ASCII: no surrogate, a byte each
     except UnicodeEncodeError as exc:
         return _rejected(number, f"not UTF-8 text (character {exc.start + 1})", repr(record))
     if size > MAX_LINE_BYTES:
