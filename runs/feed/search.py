@@ -92,16 +92,20 @@ def drop_tables(conn) -> None:
 def index(run_pk, records, *, again=False) -> None:
     """Index [(seq, record object)] of run `run_pk` — inside the caller's transaction. The write path
     indexes seqs new to the run (on PostgreSQL one COPY, each doc the tsvector literal of its
-    lexemes); `again` (rebuild, reindex) goes over seqs that may be indexed already: on PostgreSQL a
-    row is written only when its words changed (a GIN entry costs far more than the comparison)."""
+    lexemes); `again` (rebuild, reindex) goes over seqs that may be indexed already: a row is written
+    only when its text changed (a GIN entry costs far more than the comparison; FTS5 deletes a row by
+    tokenizing it again, so rewriting an unchanged row costs twice its insert)."""
     if not records:
         return
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
-            cursor.executemany(
-                "INSERT OR REPLACE INTO runs_event_fts (rowid, body) VALUES (%s, %s)",
-                [(_key(run_pk, seq), record_text(obj)) for seq, obj in records],
-            )
+            rows = [(_key(run_pk, seq), record_text(obj)) for seq, obj in records]
+            if again:
+                cursor.execute("SELECT rowid, body FROM runs_event_fts WHERE rowid >= %s AND rowid <= %s",
+                               [rows[0][0], rows[-1][0]])
+                held = dict(cursor.fetchall())
+                rows = [(key, text) for key, text in rows if held.get(key) != text]
+            cursor.executemany("INSERT OR REPLACE INTO runs_event_fts (rowid, body) VALUES (%s, %s)", rows)
         elif again:  # one statement for the chunk, not one per record
             cursor.execute(
                 "INSERT INTO runs_event_search AS i (run_id, seq, doc)"

@@ -54,3 +54,17 @@ def test_lines_are_indexed_as_stored_and_rebuild_and_delete_follow_the_log():
     assert found(run, "alpha") == [1] and found(run, "beta") == [2]
     services.run_delete(run)
     assert found(run, "alpha") == []
+
+
+def test_rebuild_leaves_the_index_exactly_the_log_s_whatever_it_held():
+    run, other = Run.objects.create(name="drifted"), Run.objects.create(name="beside")
+    append(run, [{"type": "log", "message": "alpha"}, {"type": "log", "message": "beta"}])
+    append(other, [{"type": "log", "message": "alpha"}])
+    # A row holding the wrong text, one past the log: a rebuild puts each back to what the log says
+    # (and leaves the rows that stand alone).
+    search.index(run.pk, [(1, {"message": "gamma"}), (9, {"message": "delta"})])
+    assert found(run, "gamma") == [1] and found(run, "delta") == [9]
+    rebuild.rebuild_projections(run)
+    assert found(run, "alpha") == [1] and found(run, "beta") == [2]
+    assert found(run, "gamma") == [] and found(run, "delta") == []
+    assert found(other, "alpha") == [1]
