@@ -26,6 +26,7 @@ import asyncio
 import json
 import logging
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from html import escape
 from urllib.parse import parse_qs
 
@@ -48,6 +49,12 @@ PASS_SECONDS = 0.05
 ANNOUNCE_SECONDS = 1.0  # without rows: at most one "something new" a second
 MAX_UNACKED = 2  # messages in flight to a page that acknowledges
 HEARTBEAT_HTML = "<!-- heartbeat -->"  # a message with no elements: htmx swaps nothing
+
+
+# Window reads run on threads of their own, several at once: on Channels' one database thread, shared
+# by every socket of the process, each run's read queued behind every other run's (and behind the
+# connects' and the filters' queries), one at a time.
+READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="feed-read")
 
 
 class _Read:
@@ -103,7 +110,7 @@ class WindowCache:
             return read_window(run_pk, after, limit, state.copy() if state else None)
 
         try:
-            window, end = await database_sync_to_async(work)()
+            window, end = await database_sync_to_async(work, thread_sensitive=False, executor=READERS)()
         finally:
             del self.reads[key]
         if end is not None:

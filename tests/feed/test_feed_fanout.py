@@ -157,3 +157,20 @@ async def test_the_shared_cache_keeps_a_bounded_number_of_windows_and_states():
         assert seqs(window.html) == [after + 1]
         await windows.get(other.pk, 0)
     assert len(windows.done) == len(windows.states) == 4 and not windows.reads
+
+
+async def test_windows_of_different_runs_are_read_at_once(monkeypatch):
+    # Each read waits until the other has begun: on one database thread for every socket the
+    # second would begin only once the first had ended.
+    runs = [await new_run(logs("a")), await new_run(logs("b"))]
+    windows = consumers.WindowCache()
+    both = threading.Barrier(2, timeout=10)
+    real = consumers.read_window
+
+    def meeting(*args):
+        both.wait()
+        return real(*args)
+
+    monkeypatch.setattr(consumers, "read_window", meeting)
+    got = await asyncio.gather(*(windows.get(run.pk, 0) for run in runs))
+    assert [seqs(window.html) for window, _ in got] == [[1], [1]]
