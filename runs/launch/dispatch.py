@@ -60,8 +60,9 @@ def execute(run_pk: int) -> None:
     """Run one queued run to its end; a failure outside the engine's own handling leaves a clear status."""
     try:
         run = Run.objects.get(pk=run_pk)
-        if run.status != Run.Status.QUEUED or run.cancel_requested:
-            return  # canceled while queued, or swept: nothing to start
+        # The claim is one conditional UPDATE: of two workers handed the same run, one starts it.
+        if run.cancel_requested or not run_set_status(run, Run.Status.RUNNING, only_from=(Run.Status.QUEUED,)):
+            return  # canceled while queued, swept, or claimed by another worker: nothing to start
         with _lease(run_pk):
             start_run(run)
     except Exception:

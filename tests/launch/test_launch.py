@@ -213,6 +213,42 @@ def test_cancel_button_of_a_queued_run_cancels_it_on_the_spot(operator_client):
     assert off_site["Location"] == feed
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_run_handed_to_two_workers_is_executed_once(operator_client):
+    """A message delivered twice: the first worker reads the run queued, then the second runs it whole
+    before the first goes on. The first must start nothing (its read is stale: only the claim counts)."""
+    import threading
+
+    from django.db import connection
+
+    operator_client.post(reverse("runs:new"), demo_form(operator_client, "review"))
+    run = wait_for_end(Run.objects.get())
+    twin = Run.objects.create(name="twin", source=Run.Source.ENGINE, status=Run.Status.QUEUED,
+                              launch_spec=run.launch_spec, created_by=run.created_by)
+    has_read, other_done = threading.Event(), threading.Event()
+
+    def pause_after_reading_the_run(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if not has_read.is_set() and sql.startswith("SELECT") and '"runs_run"' in sql:
+            has_read.set()
+            other_done.wait(60)
+        return result
+
+    def first_worker():
+        with connection.execute_wrapper(pause_after_reading_the_run):
+            dispatch.execute(twin.pk)
+
+    first = threading.Thread(target=first_worker)
+    first.start()
+    assert has_read.wait(30)
+    dispatch.execute(twin.pk)  # the second worker, while the first holds its stale read
+    other_done.set()
+    first.join(60)
+    twin.refresh_from_db()
+    assert twin.status == Run.Status.COMPLETED
+    assert event_types(twin).count("session_started") == 1 == event_types(twin).count("session_ended")
+
+
 def _retry_locked(write):
     from django.db import OperationalError
 
