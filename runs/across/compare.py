@@ -79,7 +79,8 @@ def agent_calls(doc: dict) -> dict:
     calls = {t["name"]: t["calls"] for t in s["tools"]}
     for api in s["apis"]:
         for fn in api["functions"]:
-            calls[fn.get("operation") or fn["name"]] = fn["calls"]
+            if fn["calls"] is not None:  # None: a tool-keyed legacy function, its calls on its tool
+                calls[fn.get("operation") or fn["name"]] = fn["calls"]
     for row in s["unofferedCalls"] + s["callsWithoutSurface"]:
         calls[row["operation"] or row["name"]] = row["calls"]
     return calls

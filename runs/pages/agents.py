@@ -17,8 +17,8 @@ from runs.stream.record import as_list, gg_record
 from runs.stream.prices import model_prices
 from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Holding, Run
-from runs.pages.common import (call_spelling, call_surface, failed_calls, function_spelling, get_run,
-                               run_agents, run_context, run_holdings)
+from runs.pages.common import (call_spelling, call_surface, calls_once, failed_calls, function_spelling, get_run,
+                               run_agents, run_context, run_holdings, tool_keyed)
 from runs.pages.costs import agent_spend
 from runs.pages.divergences import run_divergences
 from runs.pages.profile_modules import profile_modules
@@ -138,12 +138,17 @@ def agent_surface_counts(agent: Agent) -> dict:
 
     tools: [{name, calls, ending}] in offered order, ending calls included; apis: one entry per
     reported module, each function with {name, operation, spelling, calls} — two functions over one
-    operation carry the same figure, and 0 is a measurement. `unoffered_calls` lists what the agent
+    operation carry the same figure, and 0 is a measurement. A tool-keyed legacy agent (common.tool_keyed)
+    has each call once, on the tool its bracket bridged: a function's figure is only what bridged no
+    tool, and None (not 0) when there is none. `unoffered_calls` lists what the agent
     called that its surface does not offer (typically refused calls). An agent that reported no
     surface was not offered "nothing": its calls are `unjoined_calls` (no surface to join them to).
     """
     language = agent.program_language
     via = _calls_behind_tools(agent)
+    keyed = tool_keyed(agent)
+    # the api calls on their own names: for a tool-keyed agent, only what bridged no tool
+    api_calls = {op: n for op, n in calls_once(agent).items() if op in agent.api_calls} if keyed else agent.api_calls
     tools = [{"name": str(name), "calls": agent.tool_calls.get(str(name), 0), "ending": str(name) in ENDING_TOOLS,
               "via": via.get(str(name), [])}
              for name in agent.tools]
@@ -159,7 +164,8 @@ def agent_surface_counts(agent: Agent) -> dict:
             op = str(fn.get("operation") or "")
             offered_ops.add(op)
             functions.append({"name": str(fn.get("name") or ""), "operation": op,
-                              "spelling": function_spelling(api, fn, language), "calls": agent.api_calls.get(op, 0)})
+                              "spelling": function_spelling(api, fn, language),
+                              "calls": api_calls.get(op, None if keyed else 0)})
         catalogue_module = MODULES_BY_ID.get(module)
         apis.append({"module": module, "path": str(api.get("path") or ""),
                      "brief": str(api.get("description") or (catalogue_module.brief if catalogue_module else "")),
@@ -170,12 +176,12 @@ def agent_surface_counts(agent: Agent) -> dict:
     joined = {call for call, behind in agent.api_tools.items() if set(behind) & offered_tools} if not agent.apis else set()
     outside = (
         [{"name": call_spelling(agent, op), "operation": op, "calls": n}
-         for op, n in sorted(agent.api_calls.items()) if op not in offered_ops and op not in joined]
+         for op, n in sorted(api_calls.items()) if op not in offered_ops and op not in joined]
         + [{"name": name, "operation": "", "calls": n}
            for name, n in sorted(agent.tool_calls.items()) if name not in offered_tools]
     )
     reported = agent.surface_reported
-    return {"reported": reported, "mode": agent.execution_mode, "language": language,
+    return {"reported": reported, "mode": agent.execution_mode, "language": language, "tool_keyed": keyed,
             "doc_view_types": agent.doc_view_types, "tools": tools, "apis": apis,
             "withheld": [str(t) for t in agent.withheld],
             "unoffered_calls": outside if reported else [], "unjoined_calls": [] if reported else outside}

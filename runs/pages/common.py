@@ -48,6 +48,22 @@ def call_surface(agent: Agent) -> str:
     return agent.call_surface
 
 
+def tool_keyed(agent: Agent) -> bool:
+    """A legacy program whose calls bridged the tools it also reported (mid-era surface, tools and
+    apis): gg's pre-operation console read its calls on those tools, and its functions would list
+    the same calls again."""
+    return bool(agent.api_tools and agent.tools and agent.apis)
+
+
+def calls_once(agent: Agent) -> Counter:
+    """{tool or operation: calls}, each call once: a legacy program call counts under the tool its
+    bracket bridged (tool-keyed, "via fs.readFile"), and under its own name only for what bridged none."""
+    called = Counter(agent.tool_calls)
+    for call, n in agent.api_calls.items():
+        called[call] += max(n - sum((agent.api_tools or {}).get(call, {}).values()), 0) if agent.tools else n
+    return +called
+
+
 def failed_calls(agent: Agent) -> int:
     """Failed calls on the agent's own surface (tools and APIs are never summed)."""
     surface = call_surface(agent)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from runs.models import Agent, Run
+from runs.pages.common import calls_once, tool_keyed
 from runs.pages.costs import agent_spend
 from runs.stream.prices import model_prices
 from runs.stream.profiles import find_profile, profile_key, profile_keys, profile_name, profiles
@@ -30,24 +31,14 @@ def _capabilities(profile: dict | None) -> list[str]:
 
 
 def _offered(agent: Agent) -> list[str]:
-    """What the agent was offered, by name: its tools, and each API function's operation — but for a
-    legacy program whose calls bridged tools, its tools only: gg's pre-operation console read such a
-    program's calls on the tools behind them, and its functions would list the same calls again."""
+    """What the agent was offered, by name: its tools, and each API function's operation — its tools
+    only when its calls are read on them (common.tool_keyed)."""
     names = [str(t) for t in agent.tools]
-    for api in agent.apis if not (agent.api_tools and names) else ():
+    for api in agent.apis if not tool_keyed(agent) else ():
         if isinstance(api, dict):
             names += [str(fn.get("operation") or fn.get("name") or "") for fn in as_list(api.get("functions"))
                       if isinstance(fn, dict)]
     return [n for n in dict.fromkeys(names) if n]
-
-
-def _called(agent: Agent) -> Counter:
-    """{tool or operation: calls}, each call once: a legacy program call counts under the tool its
-    bracket bridged (tool-keyed, "via fs.readFile"), and under its own name only for what bridged none."""
-    called = Counter(agent.tool_calls)
-    for call, n in agent.api_calls.items():
-        called[call] += max(n - sum((agent.api_tools or {}).get(call, {}).values()), 0) if agent.tools else n
-    return +called
 
 
 def _share(part, whole):
@@ -80,7 +71,7 @@ def profile_rows(run: Run, agents: list[Agent]) -> list[dict]:
         turns = sum(a.turns for a in members)
         calls = sum(a.call_count for a in members)
         offered = Counter(name for a in members if a.surface_reported for name in _offered(a))
-        called = sum((_called(a) for a in members), Counter())
+        called = sum((calls_once(a) for a in members), Counter())
         surfaced = sum(1 for a in members if a.surface_reported)
         rows.append({
             "key": key or "(none)", "group": key,

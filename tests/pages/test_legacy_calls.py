@@ -90,3 +90,26 @@ def test_a_legacy_profile_lists_each_program_call_once(viewer_client):
     assert row["calls_per_response"] == 4  # the program's four calls, on its own surface
     html = viewer_client.get(reverse("runs:agents", args=[run.pk])).content.decode()
     assert "read_file 2×" in html and "write_file 1×" in html and "files.write_file" not in html
+
+
+def test_a_legacy_agents_surface_counts_each_program_call_once(viewer_client):
+    """The agent page reads the same stream the way the profile chips do (common.calls_once): each
+    call once, on the tool its bracket bridged; a function reached only through a tool has no
+    figure of its own (not a false 0×), and only what bridged no tool is outside the surface."""
+    run = Run.objects.create(name="legacy-surface")
+    append(run, legacy_profile_stream())
+    root = Agent.objects.get(run=run, agent_id="root")
+    surface = agent_surface_counts(root)
+    assert surface["tool_keyed"]
+    assert [(t["name"], t["calls"], [v["call"] for v in t["via"]]) for t in surface["tools"]] == [
+        ("read_file", 2, ["fs.readFile"]), ("write_file", 1, ["files.write_file"]), ("finish", 0, [])]
+    assert [(fn["operation"], fn["calls"]) for fn in surface["apis"][0]["functions"]] == [
+        ("files.read_file", None), ("files.write_file", None)]
+    assert [(c["name"], c["calls"]) for c in surface["unoffered_calls"]] == [("docs.search", 1)]
+    counted = sum(t["calls"] for t in surface["tools"]) + sum(c["calls"] for c in surface["unoffered_calls"])
+    assert counted == root.call_count == 4
+    html = viewer_client.get(reverse("runs:agent", args=[run.pk, "root"])).content.decode()
+    assert 'data-tool="read_file"' in html and 'data-operation="files.read_file"' in html
+    assert 'id="tool-keyed"' in html and "0×</td><td><code class=\"ident\">gg.files" not in html
+    outside = html[html.index('id="unoffered-calls"'):].split("</table>")[0]
+    assert "docs.search" in outside and "fs.readFile" not in outside and "write_file" not in outside
