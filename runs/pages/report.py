@@ -121,11 +121,16 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
             "toolFailures": a.tool_failures,
             "holdings": [_holding(h) for h in held.get(a.pk, ())],
             "surface": _surface(a),
+            # Per call refused, its exact figures; `refusals` lists each group's first entries (the
+            # Refusals tab's rows), so the report stays small whatever the run's size.
+            "refusalGroups": [{"operation": g["operation"] or None, "spelling": g["spelling"], "refused": g["count"],
+                               "firstTurn": g["first_turn"], "lastTurn": g["last_turn"],
+                               "failures": {f: n for f, n in g["failures"]}} for g in (mine["groups"] if mine else ())],
             "refusals": [{"turn": e["turn"], "operation": e["operation"] or None, "spelling": e["spelling"],
                           "failure": e["failure"] or None, "message": e["message"] or None}
-                         for t in (mine["turns"] if mine else ()) for e in t["entries"]],
-            "refusalsSuppressed": [{"turn": t["turn"], "count": t["suppressed"]}
-                                   for t in (mine["turns"] if mine else ()) if t["suppressed"]],
+                         for e in sorted((e for g in (mine["groups"] if mine else ()) for e in g["shown"]),
+                                         key=lambda e: e["seq"])],
+            "refusalsSuppressed": [{"turn": turn, "count": n} for turn, n in (mine["capped"] if mine else ())],
         } | ({} if not timing else {
             "latency": calls.latency_doc(latency["agents"].get(a.agent_id, [])),
             "generatedTokensPerSecond": throughput["agents"].get(a.agent_id, {}).get("per_second"),
@@ -186,10 +191,6 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
         } for s in stores],
         "divergences": divergences,
         "refusalTotals": [{"operation": op, "refused": n} for op, n in refusals["totals"]],
-        # True when the run has more failed calls or refusal lines than one read covers (the page says
-        # so too): the refusal figures then cover the earliest `refusalsWindow` of each.
-        "refusalsTruncated": refusals["truncated"],
-        "refusalsWindow": refusals["window"],
         "arms": [{"programLanguage": arm["language"] or None, "docViewTypes": arm["doc_view_types"] or None,
                   "executionModes": arm["modes"], "agents": [a.agent_id for a in arm["agents"]],
                   "turns": arm["turns"], "errorTurns": arm["error_turns"], "calls": dict(arm["calls"]),

@@ -1,10 +1,13 @@
 """The Refusals tab (runs/pages/refusals.py): the roster per agent per turn, with the caps' counts."""
 
 import pytest
+from django.urls import reverse
 
 from tests.pages_helpers import get, load, rows
 
 pytestmark = pytest.mark.django_db
+
+QUERIES = 12  # the page's reads, the same for any roster
 
 
 def test_refusal_roster_per_agent_per_turn_with_cap_counts(viewer_client, run):
@@ -39,3 +42,56 @@ def test_refusals_on_the_foundation_fixture(viewer_client):
     assert [t for t, _ in rows(agent0, "data-turn")] == ["3", "3", "3"]  # two refused, then the cap row
     assert "gg.session.approve" in agent0 and "Use `gg.session.finish` instead." in agent0
     assert "1 further refused call not recorded" in agent0
+
+
+def _roster(turns: int, per_turn: int) -> list[dict]:
+    """A Python code agent refusing `per_turn` shell calls a turn (each a failed result and gg's
+    line, the message varying by turn parity), one denied board call a turn, gg's cap every 10th."""
+    apis = [{"module": "files", "path": "gg.files", "functions": [{"name": "read_file", "operation": "files.read_file"}]}]
+    out = [{"type": "session_started", "agentId": "root"},
+           {"type": "agent_spawned", "agentId": "root", "profileId": "root", "modelId": "m", "depth": 0},
+           {"type": "agent_surface", "agentId": "root", "executionMode": "responses_as_code", "tools": [],
+            "apis": apis, "programLanguage": "python", "docViewTypes": "return"}]
+    for turn in range(1, turns + 1):
+        out.append({"type": "turn_started", "agentId": "root"})
+        for _ in range(per_turn):
+            out += [{"type": "api_result", "agentId": "root", "operation": "shell.shell", "ok": False,
+                     "failure": "unavailable"},
+                    {"type": "log", "agentId": "root", "level": "warn", "message": "the program's `gg.shell.shell` "
+                     f"call was refused before it ran: {'not offered' if turn % 2 else 'no shell here'}"}]
+        out += [{"type": "api_result", "agentId": "root", "operation": "board.create_issue", "ok": False,
+                 "failure": "denied"},
+                {"type": "log", "agentId": "root", "level": "warn",
+                 "message": "the program's `gg.board.create_issue` call was refused before it ran: read-only"}]
+        if turn % 10 == 0:
+            out.append({"type": "log", "agentId": "root", "level": "warn",
+                        "message": "2 further refused call(s) were not recorded"})
+    return out
+
+
+@pytest.mark.parametrize("turns,per_turn", [(20, 2), (110, 50)])  # 40 and 5,500 shell refusals
+def test_the_roster_reads_the_same_few_rows_and_exact_counts_whatever_its_size(
+        viewer_client, django_assert_num_queries, turns, per_turn):
+    from runs.ingest import writer as ingest
+    from runs.models import Run
+    from runs.pages.refusals import GROUP_ROWS_SHOWN
+
+    run = Run.objects.create(name="roster")
+    ingest.append(run, _roster(turns, per_turn), chunk_lines=20_000)  # one chunk: one fold
+    viewer_client.get(reverse("runs:refusals", args=[run.pk]))  # the session's and the run's first reads
+    with django_assert_num_queries(QUERIES):
+        html = get(viewer_client, "refusals", run.pk)
+    shell, board = turns * per_turn, turns
+    assert f'<b id="refused-total">{shell + board}</b>' in html
+    assert f'<b id="suppressed-total">{2 * (turns // 10)}</b>' in html
+    start = html.index('id="refusal-totals"')
+    totals = dict(rows(html[start:html.index("</table>", start)], "data-operation"))
+    assert totals == {"shell.shell": f"shell.shell {shell}", "board.create_issue": f"board.create_issue {board}"}
+    groups = [text.split(" Turn ")[0] for op, text in rows(html, "data-operation") if " Turn " in text]
+    assert groups == [
+        f"gg.shell.shell {shell}× turns 1–{turns} · unavailable not offered (+1 other message)",
+        f"gg.board.create_issue {board}× turns 1–{turns} · denied read-only"]
+    entries = [t for t in rows(html, "data-turn") if "gg's cap" not in t[1]]
+    assert len(entries) == 2 * GROUP_ROWS_SHOWN  # each group's first rows, the rest counted
+    assert f"… and {shell - GROUP_ROWS_SHOWN} more of this call" in html
+    assert "earliest" not in html

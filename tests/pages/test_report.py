@@ -154,16 +154,17 @@ def test_an_unreported_surface_in_the_report_is_not_an_empty_one(viewer_client):
     assert root["surface"]["callsWithoutSurface"] == [{"name": "write_file", "operation": "", "calls": 1}]
 
 
-def test_a_refusal_roster_past_its_window_says_so_on_the_page_and_in_the_report(viewer_client, run, monkeypatch):
+def test_the_report_counts_each_refused_call_and_lists_its_first_entries(viewer_client, run, monkeypatch):
     from runs.pages import refusals
 
-    doc = api(viewer_client, run.pk).json()
-    assert (doc["refusalsTruncated"], doc["refusalsWindow"]) == (False, refusals.REFUSALS_READ)
-    monkeypatch.setattr(refusals, "REFUSALS_READ", 2)  # the fixture has 4 failed api_results
-    doc = api(viewer_client, run.pk).json()
-    assert (doc["refusalsTruncated"], doc["refusalsWindow"]) == (True, 2)
-    page = viewer_client.get(reverse("runs:refusals", args=[run.pk])).content.decode()
-    assert "the figures cover its earliest 2 of each" in page
+    monkeypatch.setattr(refusals, "GROUP_ROWS_SHOWN", 1)
+    root = api(viewer_client, run.pk).json()["agents"][0]
+    assert root["refusalGroups"] == [
+        {"operation": "shell.shell", "spelling": "gg.shell.shell", "refused": 2, "firstTurn": 2, "lastTurn": 2,
+         "failures": {"unavailable": 2}},
+        {"operation": "board.create_issue", "spelling": "gg.board.create_issue", "refused": 1, "firstTurn": 1,
+         "lastTurn": 1, "failures": {"unavailable": 1}}]
+    assert [(x["turn"], x["operation"]) for x in root["refusals"]] == [(1, "board.create_issue"), (2, "shell.shell")]
 
 
 @pytest.mark.parametrize("fixture", ["pages_run.ndjson", "multi_agent.ndjson"])
