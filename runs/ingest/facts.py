@@ -51,7 +51,8 @@ def _declared_profiles(run: Run) -> list[dict]:
 
 
 def _refusals(run: Run, agents: list[Agent]) -> dict:
-    """{agent id: {operation: n}} over the roster's window (`runs.pages.refusals.run_refusals`)."""
+    """{agent id: {operation: n}} over the first REFUSALS_READ failed calls and lines, matched as the
+    Refusals tab matches them (`runs.pages.refusals.refusal_counts`)."""
     return refusal_counts(*refusal_rows(RefusalRow.objects.filter(run=run), REFUSALS_READ), agents)
 
 

@@ -18,7 +18,8 @@ from runs.pages.common import call_spelling, function_spelling, get_run, run_age
 from surfaces.arms import ARMS, spell
 from surfaces.catalogue import OPERATIONS
 
-# A bounded window over the log: the roster reads at most this many failed calls and refusal lines.
+# The runs list's refusal facts (runs/ingest/facts.py) read at most this many failed calls and refusal
+# lines; the roster itself counts them all in SQL (run_refusals).
 REFUSALS_READ = 5000
 # A group lists its first rows; the rest are counted (the counts and messages above them cover all).
 GROUP_ROWS_SHOWN = 20  # each row is three links: a big roster renders its first rows, the rest counted
