@@ -75,8 +75,9 @@ class StampMs(Func):
                            arg_joiner=") - julianday(", **extra)
 
     def as_postgresql(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="(EXTRACT(EPOCH FROM CAST(NULLIF(%(expressions)s AS timestamptz)) * 1000)",
-                           arg_joiner=", '') AS timestamptz) - CAST(", **extra)
+        # gg_stamp_ms (migration 0021): NULL for a stamp PostgreSQL cannot read, where a cast would fail the page.
+        return self.as_sql(compiler, connection, template="(gg_stamp_ms(%(expressions)s))",
+                           arg_joiner=") - gg_stamp_ms(", **extra)
 
 
 def _px(lo, scale):

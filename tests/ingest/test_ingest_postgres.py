@@ -1,5 +1,6 @@
 """The write path on the scale database: PostgreSQL, several processes appending to one run at once."""
 
+import json
 import subprocess
 import sys
 
@@ -71,3 +72,34 @@ def test_nul_characters_and_numbers_past_a_double_on_postgresql(pg_env, tmp_path
     assert set(before["agents"]) == {"root", "a\ufffdb"}
     manage(pg_env, "rebuild_projections", "hostile")
     assert dump(pg_env)["hostile"] == before
+
+
+TIMELINES = """
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+from runs.models import Run
+client = Client()
+client.force_login(User.objects.create_superuser("pg-viewer", password="x"))
+for run in Run.objects.order_by("pk"):
+    for query in ("", "?start=0.2&end=0.6"):
+        page = client.get(reverse("runs:timeline", args=[run.pk]) + query)
+        print("timeline", run.pk, page.status_code)
+"""
+
+
+def test_every_timeline_draws_on_postgresql_whatever_its_stamps(pg_env, tmp_path):
+    """The Timeline's time arithmetic runs in the database: a stamp PostgreSQL cannot read (gg's are
+    stored verbatim) is a mark left out, as julianday leaves it out on SQLite, never a failed page."""
+    for name, path in STREAM_FIXTURES.items():
+        manage(pg_env, "ingest", str(path), "--run", name)
+    stamps = ["2026-12-02T10:00:00Z", "2026-02-30T10:00:01Z", "yesterday", "2026-12-02T10:00:02.123456789Z", ""]
+    lines = [json.dumps({"type": t, "agentId": "root", "timestamp": s})
+             for s in stamps for t in ("turn_started", "api_call", "api_result", "turn_outcome")]
+    hostile = tmp_path / "stamps.ndjson"
+    hostile.write_text("\n".join(lines) + "\n")
+    manage(pg_env, "ingest", str(hostile), "--run", "stamps")
+    out = [line.split() for line in manage(pg_env, "shell", "-c", TIMELINES).stdout.decode().splitlines()
+           if line.startswith("timeline ")]
+    assert len(out) == 2 * (len(STREAM_FIXTURES) + 1)
+    assert {status for _, _, status in out} == {"200"}, out
