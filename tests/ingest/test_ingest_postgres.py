@@ -74,7 +74,7 @@ def test_nul_characters_and_numbers_past_a_double_on_postgresql(pg_env, tmp_path
     assert dump(pg_env)["hostile"] == before
 
 
-TIMELINES = """
+PAGES = """
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
@@ -82,15 +82,20 @@ from runs.models import Run
 client = Client()
 client.force_login(User.objects.create_superuser("pg-viewer", password="x"))
 for run in Run.objects.order_by("pk"):
-    for query in ("", "?start=0.2&end=0.6"):
-        page = client.get(reverse("runs:timeline", args=[run.pk]) + query)
-        print("timeline", run.pk, page.status_code)
+    urls = [reverse(f"runs:{name}", args=[run.pk]) for name in
+            ("detail", "feed", "header", "agents", "timeline", "stores", "divergences", "refusals", "arms", "project")]
+    urls += [reverse("runs:timeline", args=[run.pk]) + "?start=0.2&end=0.6", reverse("runs:api_report", args=[run.pk])]
+    urls += [reverse("runs:agent", args=[run.pk, agent]) for agent in run.agents.values_list("agent_id", flat=True)]
+    for url in urls:
+        print("page", url, client.get(url).status_code)
 """
 
 
-def test_every_timeline_draws_on_postgresql_whatever_its_stamps(pg_env, tmp_path):
-    """The Timeline's time arithmetic runs in the database: a stamp PostgreSQL cannot read (gg's are
-    stored verbatim) is a mark left out, as julianday leaves it out on SQLite, never a failed page."""
+def test_every_page_of_every_run_answers_on_postgresql_whatever_its_stamps(pg_env, tmp_path):
+    """The pages' SQL that differs by database (the Timeline's time arithmetic, the Refusals roster's
+    aggregates, the search) on PostgreSQL: every page of every fixture run answers, and a stamp
+    PostgreSQL cannot read (gg's are stored verbatim) is a mark left out, as julianday leaves it out on
+    SQLite, never a failed page."""
     for name, path in STREAM_FIXTURES.items():
         manage(pg_env, "ingest", str(path), "--run", name)
     stamps = ["2026-12-02T10:00:00Z", "2026-02-30T10:00:01Z", "yesterday", "2026-12-02T10:00:02.123456789Z", ""]
@@ -99,7 +104,7 @@ def test_every_timeline_draws_on_postgresql_whatever_its_stamps(pg_env, tmp_path
     hostile = tmp_path / "stamps.ndjson"
     hostile.write_text("\n".join(lines) + "\n")
     manage(pg_env, "ingest", str(hostile), "--run", "stamps")
-    out = [line.split() for line in manage(pg_env, "shell", "-c", TIMELINES).stdout.decode().splitlines()
-           if line.startswith("timeline ")]
-    assert len(out) == 2 * (len(STREAM_FIXTURES) + 1)
-    assert {status for _, _, status in out} == {"200"}, out
+    out = [line.split() for line in manage(pg_env, "shell", "-c", PAGES).stdout.decode().splitlines()
+           if line.startswith("page ")]
+    assert len(out) >= 12 * (len(STREAM_FIXTURES) + 1)
+    assert [url for _, url, status in out if status != "200"] == []
