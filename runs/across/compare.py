@@ -92,12 +92,21 @@ def _failures(api: dict, tool: dict) -> dict:
     return out
 
 
+def refused_by_operation(doc: dict) -> dict:
+    """An agent's refused calls per operation (its spelling where it names none), from the report's
+    exact groups: its `refusals` list only each group's first entries."""
+    counts = Counter()
+    for group in doc["refusalGroups"]:
+        counts[group["operation"] or group["spelling"]] += group["refused"]
+    return dict(counts)
+
+
 def agent_figures(doc: dict, usage: dict, peak) -> dict:
     usage = usage if isinstance(usage, dict) else {}
     return {
         "turns": doc["turns"], "errorTurns": doc["errorTurns"], "errorTurnsByKind": dict(doc["errorTurnsByKind"]),
         "calls": doc["calls"], "callsByOperation": agent_calls(doc),
-        "refusalsByOperation": dict(Counter(r["operation"] or r["spelling"] for r in doc["refusals"])),
+        "refusalsByOperation": refused_by_operation(doc),
         "failuresByClass": _failures(doc["apiFailures"], doc["toolFailures"]),
         "tokens": {c: (usage.get("tokens") or {}).get(c) for c in TOKEN_CLASSES},
         "cost": (usage.get("cost") or {}).get("comparable"),

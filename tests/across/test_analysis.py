@@ -40,7 +40,8 @@ def expected_by(corpus, key):
             g["agents"] += 1
             for f in ("turns", "errorTurns", "calls"):
                 g[f] += doc[f]
-            g["refusals"].update(r["operation"] or r["spelling"] for r in doc["refusals"])
+            for r in doc["refusalGroups"]:  # exact; `refusals` lists each group's first entries only
+                g["refusals"][r["operation"] or r["spelling"]] += r["refused"]
             g["failures"].update({f"api {k}": v for k, v in doc["apiFailures"].items()})
             g["failures"].update({f"tool {k}": v for k, v in doc["toolFailures"].items()})
             for band in ("docs_view", "search_results"):

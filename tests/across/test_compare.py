@@ -2,17 +2,19 @@
 names exactly that change, and every delta is the difference of the two reports."""
 
 import json
+from collections import Counter
 from datetime import datetime
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from runs.across.compare import structural_diff
+from runs.across.compare import refused_by_operation, structural_diff
 from runs.demo import DEMO_DIR
+from runs.ingest import writer as ingest
 from runs.models import Run
 from runs.pages.report import build_report
-from tests.pages_helpers import rows
+from tests.pages_helpers import rows, synthetic_stream
 from tests.streams import STREAMS, import_stream
 
 pytestmark = pytest.mark.django_db
@@ -238,3 +240,15 @@ def test_turn_links_show_every_turn_up_to_twelve_then_the_first_ten_and_last_two
     assert turn_numbers(0) == [] and turn_numbers(None) == [] and turn_numbers(3) == [1, 2, 3]
     assert turn_numbers(12) == list(range(1, 13))
     assert turn_numbers(900) == [*range(1, 11), None, 899, 900]
+
+
+def test_an_agents_refusals_are_compared_in_full_not_as_the_rows_the_report_lists():
+    """The report lists each refusal group's first rows only; the comparison counts every refusal."""
+    run = Run.objects.create(name="refusing")
+    ingest.append(run, synthetic_stream(400))
+    report = build_report(run)
+    total = Counter()
+    for doc in report["agents"]:
+        total.update(refused_by_operation(doc))
+    assert total == Counter({r["operation"]: r["refused"] for r in report["refusalTotals"]})
+    assert sum(total.values()) > sum(len(doc["refusals"]) for doc in report["agents"])  # past the listed rows
