@@ -1,7 +1,7 @@
 """The fold of the message log (spec/stream.md §4.14, §4.15, §7.6): each agent's pool of
 `context_message`s as PooledMessage rows, and each `prompt`'s window billed to the messages it points
 at — the turn's reported input split by their estimated sizes (runs.stream.material) — with the turns
-each stays resident, summed per agent into `Agent.material` (per band and per view too).
+each stays resident, summed per agent into `Agent.material` (per band, per view and per tool too).
 
 The rows a chunk touches are loaded once (`preload`), updated in memory and written once (`flush`),
 like the rest of the fold: the result does not depend on where chunk boundaries fall.
@@ -18,7 +18,8 @@ from runs.stream.usage import num, plus
 from runs.stream.vocabulary import ID_MAX, SHORT_MAX
 
 VIEWS_KEPT = 300  # distinct views billed by name per agent
-_FIELDS = ["role", "label", "band", "tokens", "seq", "spans", "billed", "cost", "estimated"]
+CALLS_PENDING = 200  # an assistant's tool calls kept by id until their tool message names them
+_FIELDS = ["role", "label", "band", "tool", "tokens", "seq", "spans", "billed", "cost", "estimated"]
 
 
 class Message:
@@ -27,10 +28,10 @@ class Message:
 
     __slots__ = ("id", "agent_id", "message_id", *_FIELDS)
 
-    def __init__(self, agent_id, message_id, id=None, role="", label="", band="", tokens=None, seq=None,
+    def __init__(self, agent_id, message_id, id=None, role="", label="", band="", tool="", tokens=None, seq=None,
                  spans=None, billed=0.0, cost=None, estimated=False):
         self.id, self.agent_id, self.message_id = id, agent_id, message_id
-        self.role, self.label, self.band, self.tokens, self.seq = role, label, band, tokens, seq
+        self.role, self.label, self.band, self.tool, self.tokens, self.seq = role, label, band, tool, tokens, seq
         self.spans = [] if spans is None else spans
         self.billed, self.cost, self.estimated = billed, cost, estimated
 
@@ -112,7 +113,19 @@ def _context_message(p, seq, rec, agent):
         m.label = as_text(label, 400) if label else ""
         tokens = num(rec.get("tokens"))
         m.tokens = int(tokens) if tokens is not None and 0 <= tokens < 2**62 else None
-        _material(agent)["items"] += 1
+        material = _material(agent)
+        material["items"] += 1
+        # Per tool (§7.6): a tool message is billed to the call it answers, named by the assistant
+        # message that asked for it (pooled before it); pending calls are kept by id, a bounded few.
+        calls = [c for c in as_list(rec.get("toolCalls")) if isinstance(c, dict) and isinstance(c.get("id"), str)
+                 and c.get("name")] if m.role == "assistant" else []
+        if calls:
+            pending = material.setdefault("calls", {})
+            pending.update((_mid(c["id"]), as_text(c["name"], 200)) for c in calls)
+            for stale in list(pending)[:max(len(pending) - CALLS_PENDING, 0)]:
+                del pending[stale]
+        elif m.role == "tool" and isinstance(rec.get("toolCallId"), str) and material.get("calls"):
+            m.tool = material["calls"].pop(_mid(rec["toolCallId"]), "")
 
 
 def _prompt(p, seq, rec, agent):
@@ -143,6 +156,9 @@ def _prompt(p, seq, rec, agent):
         bands[m.band or "unknown"] = plus(bands.get(m.band or "unknown", 0), share)
         if m.label:
             _bill_view(material, m.band or "unknown", m.label, share)
+        if m.tool:
+            tools = material.setdefault("tools", {})
+            tools[m.tool] = plus(tools.get(m.tool, 0), share)
 
 
 def _bill_view(material: dict, band: str, label: str, share: float) -> None:

@@ -16,6 +16,7 @@ class PooledMessage(models.Model):
     role = models.CharField(max_length=16, blank=True)
     label = models.CharField(max_length=400, blank=True)
     band = models.CharField(max_length=64, blank=True)  # the band its latest pointer placed it on
+    tool = models.CharField(max_length=200, blank=True)  # a tool message's: the call's name (its toolCallId's)
     tokens = models.BigIntegerField(null=True)  # its estimate; null: pointed to, never defined
     seq = models.PositiveBigIntegerField(null=True)  # its context_message
     spans = models.JSONField(default=list)  # [[first, last]]: the runs of consecutive turns it was resident

@@ -17,7 +17,7 @@ from runs.stream.usage import num
 
 MATERIAL_SHOWN = 15  # the agent page's costliest items
 VIEWS_SHOWN = 10  # and its costliest views
-POOL_COLUMNS = ("message_id", "role", "label", "band", "tokens", "seq", "spans", "billed", "cost", "estimated")
+POOL_COLUMNS = ("message_id", "role", "label", "band", "tool", "tokens", "seq", "spans", "billed", "cost", "estimated")
 
 
 def _pool_row(values) -> dict:
@@ -51,7 +51,8 @@ def turn_window(run: Run, agent: Agent, n: int, prompt: dict, defined: dict) -> 
         row = rows.get(p["id"], {})
         spans = row.get("spans") or []
         items.append({"position": i, "id": p["id"], "band": p.get("source") or row.get("band") or "",
-                      "role": row.get("role") or "", "label": row.get("label") or "", "tokens": row.get("tokens"),
+                      "role": row.get("role") or "", "tool": row.get("tool") or "", "label": row.get("label") or "",
+                      "tokens": row.get("tokens"),
                       "arrived": row.get("arrived"), "resident": resident_turns(spans, n), "share": round(share),
                       "cost": cost * share / whole if cost is not None and whole else None,
                       "message": defined.get(p["id"]), "defined": row.get("seq") is not None})
@@ -74,8 +75,10 @@ def agent_material(run: Run, agent: Agent) -> dict:
     bands = sorted(((b, t) for b, t in (totals.get("bands") or {}).items() if t), key=lambda bt: -bt[1])
     views = sorted(((band, label, t) for band, labels in (totals.get("views") or {}).items()
                     for label, t in labels.items() if t), key=lambda v: (-v[2], v[0], v[1]))[:VIEWS_SHOWN]
+    tools = sorted(((name, t) for name, t in (totals.get("tools") or {}).items() if t), key=lambda nt: (-nt[1], nt[0]))
     return {"totals": totals, "top": top, "bands": [(b, round(t), t / billed if billed else None) for b, t in bands],
-            "views": [(band, label, round(t), t / billed if billed else None) for band, label, t in views]}
+            "views": [(band, label, round(t), t / billed if billed else None) for band, label, t in views],
+            "tools": [(name, round(t), t / billed if billed else None) for name, t in tools[:VIEWS_SHOWN]]}
 
 
 def compactions(run: Run, agent: Agent, after_seq: int | None, limit: int) -> list[dict]:

@@ -197,3 +197,27 @@ def test_the_pages_read_a_bounded_amount_per_turn(viewer_client, django_assert_m
         with django_assert_max_num_queries(len(captured), info=name):
             html = viewer_client.get(reverse(f"runs:{name}", args=(large.pk, *many))).content.decode()
         assert html.count("data-resident=") == (51 if name == "turn" else 15)
+
+
+def test_tool_results_are_billed_to_the_tool_that_brought_them_in(viewer_client):
+    """Per tool (spec/stream.md §7.6): a tool message's residency bill goes to the call it answers,
+    named by the assistant message that asked for it; an answer to no known call is billed to no tool."""
+    ask = msg("a1", "assistant", 10, toolCalls=[{"id": "c1", "name": "read_file", "args": {}},
+                                                 {"id": "c2", "name": "search", "args": {}}])
+    run = folded([{"type": "turn_started"}, msg("sys", "system", 50), ask,
+                  prompt([("sys", "system")], {"uncachedInput": 50}, response="a1"),
+                  {"type": "turn_started"}, msg("r1", "tool", 30, toolCallId="c1"), msg("r2", "tool", 10, toolCallId="c2"),
+                  msg("r3", "tool", 10, toolCallId="nobody-asked"),
+                  prompt([("sys", "system"), ("a1", "assistant"), ("r1", "tool_output"), ("r2", "tool_output"),
+                          ("r3", "tool_output")], {"uncachedInput": 110}),
+                  {"type": "turn_started"},
+                  prompt([("sys", "system"), ("r1", "tool_output")], {"uncachedInput": 80})], "tools", chunk_lines=2)
+    p = pool(run)
+    assert (p["r1"].tool, p["r2"].tool, p["r3"].tool, p["a1"].tool) == ("read_file", "search", "", "")
+    material = Agent.objects.get(run=run).material
+    assert material["tools"] == {"read_file": pytest.approx(60), "search": pytest.approx(10)}  # r1 resident two turns
+    assert material["calls"] == {}  # both calls answered: nothing left pending
+    html = viewer_client.get(reverse("runs:agent", args=(run.pk, "root"))).content.decode()
+    assert rows(html, "data-tool") == [("read_file", "read_file 60 25.0%"), ("search", "search 10 4.2%")]
+    window = dict(rows(viewer_client.get(reverse("runs:turn", args=(run.pk, "root", 2))).content.decode(), "data-message"))
+    assert "tool read_file" in window["r1"] and "tool search" in window["r2"] and window["r3"].startswith("5 tool_output tool r3 ")
