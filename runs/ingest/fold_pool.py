@@ -121,11 +121,12 @@ def _context_message(p, seq, rec, agent):
                  and c.get("name")] if m.role == "assistant" else []
         if calls:
             pending = material.setdefault("calls", {})
-            pending.update((_mid(c["id"]), as_text(c["name"], 200)) for c in calls)
+            pending.update((_mid(c["id"]), [as_text(c["name"], 200), _read_path(c)]) for c in calls)
             for stale in list(pending)[:max(len(pending) - CALLS_PENDING, 0)]:
                 del pending[stale]
         elif m.role == "tool" and isinstance(rec.get("toolCallId"), str) and material.get("calls"):
-            m.tool = material["calls"].pop(_mid(rec["toolCallId"]), "")
+            m.tool, path = material["calls"].pop(_mid(rec["toolCallId"]), ["", ""])
+            m.label = m.label or path  # streams predating `label`: the file the read_file call asked for
 
 
 def _prompt(p, seq, rec, agent):
@@ -159,6 +160,13 @@ def _prompt(p, seq, rec, agent):
         if m.tool:
             tools = material.setdefault("tools", {})
             tools[m.tool] = plus(tools.get(m.tool, 0), share)
+
+
+def _read_path(call: dict) -> str:
+    """The path a `read_file` call asked for (the view its result is, where the stream has no label)."""
+    args = call.get("args")
+    path = args.get("path") if call.get("name") == "read_file" and isinstance(args, dict) else None
+    return as_text(path, 400) if isinstance(path, str) else ""
 
 
 def _bill_view(material: dict, band: str, label: str, share: float) -> None:

@@ -201,8 +201,9 @@ def test_the_pages_read_a_bounded_amount_per_turn(viewer_client, django_assert_m
 
 def test_tool_results_are_billed_to_the_tool_that_brought_them_in(viewer_client):
     """Per tool (spec/stream.md §7.6): a tool message's residency bill goes to the call it answers,
-    named by the assistant message that asked for it; an answer to no known call is billed to no tool."""
-    ask = msg("a1", "assistant", 10, toolCalls=[{"id": "c1", "name": "read_file", "args": {}},
+    named by the assistant message that asked for it; an answer to no known call is billed to no tool;
+    with no `label`, a read_file result is billed to the view of the path its call read."""
+    ask = msg("a1", "assistant", 10, toolCalls=[{"id": "c1", "name": "read_file", "args": {"path": "src/app.py"}},
                                                  {"id": "c2", "name": "search", "args": {}}])
     run = folded([{"type": "turn_started"}, msg("sys", "system", 50), ask,
                   prompt([("sys", "system")], {"uncachedInput": 50}, response="a1"),
@@ -214,6 +215,9 @@ def test_tool_results_are_billed_to_the_tool_that_brought_them_in(viewer_client)
                   prompt([("sys", "system"), ("r1", "tool_output")], {"uncachedInput": 80})], "tools", chunk_lines=2)
     p = pool(run)
     assert (p["r1"].tool, p["r2"].tool, p["r3"].tool, p["a1"].tool) == ("read_file", "search", "", "")
+    # a stream predating `label`: the read_file result is the view of the path its call asked for
+    assert (p["r1"].label, p["r2"].label) == ("src/app.py", "")
+    assert Agent.objects.get(run=run).material["views"] == {"tool_output": {"src/app.py": pytest.approx(60)}}
     material = Agent.objects.get(run=run).material
     assert material["tools"] == {"read_file": pytest.approx(60), "search": pytest.approx(10)}  # r1 resident two turns
     assert material["calls"] == {}  # both calls answered: nothing left pending
