@@ -1,6 +1,6 @@
 """Fixtures every group uses: users with and without the launch permission, and their clients; a
-fresh PostgreSQL database for the scale path. (Paths are `tests.paths`; each group's own helpers are
-`tests/<group>_helpers.py`.)"""
+fresh PostgreSQL database for the scale path; reads that take no table locks in threaded tests.
+(Paths are `tests.paths`; each group's own helpers are `tests/<group>_helpers.py`.)"""
 
 import os
 import uuid
@@ -56,6 +56,32 @@ def pg_env(tmp_path):
     finally:
         admin.execute(f'DROP DATABASE "{db}" WITH (FORCE)')
         admin.close()
+
+
+@pytest.fixture(autouse=True)
+def unlocked_reads(request):
+    """Threads of a transactional test (the launch worker, the feed's window readers, a live server)
+    share pytest-django's in-memory SQLite (shared cache), where a reader's table lock makes a writer
+    fail at once instead of waiting (the file database under WAL has no such problem). Readers that
+    take no table locks keep the threads out of each other's way."""
+    from django.db import connection
+    from django.db.backends.signals import connection_created
+
+    if "transactional_db" not in request.fixturenames and not any(
+        m.kwargs.get("transaction") for m in request.node.iter_markers("django_db")
+    ):
+        yield
+        return
+
+    def unlock(sender, connection, **kwargs):
+        if connection.vendor == "sqlite":
+            connection.cursor().execute("PRAGMA read_uncommitted = 1")
+
+    connection_created.connect(unlock)
+    connection.ensure_connection()
+    unlock(None, connection)
+    yield
+    connection_created.disconnect(unlock)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -20,31 +20,6 @@ def private_var(settings, tmp_path):
     settings.VAR_DIR = tmp_path / "var"
 
 
-@pytest.fixture(autouse=True)
-def unlocked_reads(request):
-    """The worker thread and the test share pytest-django's in-memory SQLite (shared cache), where a
-    reader's table lock makes a writer fail at once instead of waiting (the file database under WAL
-    has no such problem). Readers that take no table locks keep the two threads out of each other's way."""
-    from django.db import connection
-    from django.db.backends.signals import connection_created
-
-    if "transactional_db" not in request.fixturenames and not any(
-        m.kwargs.get("transaction") for m in request.node.iter_markers("django_db")
-    ):
-        yield
-        return
-
-    def unlock(sender, connection, **kwargs):
-        if connection.vendor == "sqlite":
-            connection.cursor().execute("PRAGMA read_uncommitted = 1")
-
-    connection_created.connect(unlock)
-    connection.ensure_connection()
-    unlock(None, connection)
-    yield
-    connection_created.disconnect(unlock)
-
-
 def demo_form(client, name="review"):
     """The launch form pre-filled from a shipped demo, as a browser would submit it."""
     response = client.get(reverse("runs:new") + f"?demo={name}")
