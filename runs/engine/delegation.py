@@ -104,8 +104,9 @@ class Delegator:
             work()
         except SessionOver as over:
             self.stopping = over
-        agent.status = "running"
-        agent.emit("agent_status", status="running")
+        finally:  # a failed dispatch (no worktree, say) fails the call, and the waiter runs again
+            agent.status = "running"
+            agent.emit("agent_status", status="running")
         if self.stopping:
             raise _stopped(self.stopping, waiting_on)
 

@@ -205,3 +205,22 @@ def test_issues_work_in_real_git_worktrees_merged_back_or_conflicting(tmp_path):
                          capture_output=True, text=True).stdout.splitlines()
     assert log[0] == "gg: merge gg/issue-2" and "gg: the workspace as the run found it" in log
     assert any("conflicts with the workspace" in r["message"] for r in of_type(records, "log"))
+
+
+def test_a_dispatch_that_cannot_confine_git_fails_the_wait_and_the_waiter_runs_on(tmp_path, monkeypatch):
+    """No bubblewrap on the server: the issue's worktree cannot be made, so wait_for_issue fails with
+    the reason, the waiter is running again (not left blocked, which ended the run internal_error)."""
+    from runs.engine.tools import confined
+    monkeypatch.setattr(confined, "BWRAP", str(tmp_path / "no-bwrap"))
+    confined.unavailable_reason.cache_clear()
+    try:
+        run, records = board_demo(tmp_path)
+    finally:
+        confined.unavailable_reason.cache_clear()
+    assert run.status != "internal_error", of_type(records, "log")
+    statuses = [(r["status"], r.get("waitingOn")) for r in of_type(records, "agent_status", "root")]
+    assert statuses[-2:] == [("blocked", "issue GREET-1"), ("running", None)]
+    failed = [r for r in of_type(records, "api_result", "root") if r["operation"] == "board.wait_for_issue"]
+    assert [r["failure"] for r in failed] == ["io-error"]
+    error = of_type(records, "code_execution", "root")[0]["error"]
+    assert "GREET-1 could not be dispatched" in error and "bubblewrap" in error
