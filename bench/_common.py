@@ -37,13 +37,15 @@ def postgres_database(name):
     return POSTGRES + dbname
 
 
-def fresh_django(name, database="sqlite"):
+def fresh_django(name, database="sqlite", keep=False):
     """Set Django up on an empty, migrated database and return where it is: the SQLite file in
     var/bench/<name>/, or (``database="postgres"``) the URL of a new PostgreSQL database.
+    ``keep`` (SQLite only) leaves an existing var/bench/<name>/ in place, migrated, for reuse.
     GG_BENCH_VAR moves var/bench/ elsewhere (the load test runs bench/feed in its own tmp dir)."""
     var = Path(os.environ.get("GG_BENCH_VAR", REPO / "var" / "bench")) / name
-    shutil.rmtree(var, ignore_errors=True)
-    var.mkdir(parents=True)
+    if not keep:
+        shutil.rmtree(var, ignore_errors=True)
+    var.mkdir(parents=True, exist_ok=keep)
     os.environ["GG_CONSOLE_VAR"] = str(var)
     os.environ["DJANGO_SETTINGS_MODULE"] = "gg_console.settings"
     os.environ.pop("DATABASE_URL", None)
