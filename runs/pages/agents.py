@@ -47,7 +47,7 @@ def agents_page(request, pk):
     table = model_prices()
     rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent),
              "spend": agent_spend(row.agent, table)} for row in agent_forest(agents)]
-    holdings = run_holdings(run)
+    holdings = run_holdings(run, agents)
     modules = profile_modules(run, agents, holdings, store_index(run, agents, holdings),
                               run_divergences(run, agents, holdings))
     profiles = profile_rows(run, agents)

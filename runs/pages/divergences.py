@@ -22,8 +22,9 @@ DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
 @require_GET
 def divergences_page(request, pk):
     run = get_run(pk)
-    holdings = run_holdings(run)
-    divergences = run_divergences(run, run_agents(run), holdings)
+    agents = run_agents(run)
+    holdings = run_holdings(run, agents)
+    divergences = run_divergences(run, agents, holdings)
     return render(request, "runs/divergences.html", run_context(
         run, "divergences", divergences=divergences, has_rosters=bool(holdings), origins=roster_records(run)))
 
@@ -47,7 +48,8 @@ def declared_memories_scope(capability_set, agent: Agent, holding: Holding) -> s
 def divergence_count(run: Run) -> int:
     """For the tab badge; remembered on the run object so a page asks once."""
     if not hasattr(run, "_divergence_count"):
-        run._divergence_count = len(run_divergences(run, run_agents(run), run_holdings(run)))
+        agents = run_agents(run)
+        run._divergence_count = len(run_divergences(run, agents, run_holdings(run, agents)))
     return run._divergence_count
 
 

@@ -72,7 +72,7 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
     """The run report; `timing=False` leaves out the latency and tokens-per-second figures (the
     comparison reads neither)."""
     agents = run_agents(run)
-    holdings = run_holdings(run)
+    holdings = run_holdings(run, agents)  # each roster row's agent off `agents`, not decoded again
     forest = agent_forest(agents)
     refusals = run_refusals(run, agents)
     header = run_selectors.run_header(run)
