@@ -22,9 +22,13 @@ from runs.pages.common import error_record, error_types_flat, run_agents, run_ho
 from runs.pages.divergences import run_divergences
 from runs.pages.overview import run_clocks
 from runs.pages.refusals import run_refusals
-from runs.pages.stores import store_index
+from runs.pages.store import first_revisions
+from runs.pages.stores import kind_overview, store_index, stores_by_kind
 
 REPORT_VERSION = 1
+# A memory store's revisions the report lists (oldest first; `revisionCount` counts them all): a memory
+# rewritten every turn of a long run has thousands, which its store page reads a page at a time.
+REVISIONS_LISTED = 20
 
 
 @login_not_required
@@ -66,6 +70,27 @@ def _surface(agent) -> dict:
         "unofferedCalls": surface["unoffered_calls"],
         "callsWithoutSurface": surface["unjoined_calls"],
     }
+
+
+def _module_overview(kind: str, stores) -> dict:
+    """gg's per-kind Modules overview, as the Stores tab leads each kind with it."""
+    o = kind_overview(stores)
+    return {"kind": kind, "stores": o["stores"], "holders": o["holders"], "liveHolders": o["live"],
+            "shared": o["shared"], "costPerTurn": o["cost"], "neverWritten": o["unwritten"]}
+
+
+def _revision(r) -> dict:
+    return {"seq": r.seq, "turn": r.turn, "agentId": r.agent_id or None, "memory": r.name, "revision": r.revision,
+            "change": r.change or None, "description": r.description or None, "chars": r.length, "lines": r.lines,
+            "bodyHead": r.body_head}
+
+
+def _memory(view, revisions: dict) -> dict:
+    """A memory store's peak usage and revision history (its store page's figures)."""
+    if view.kind != "memories":
+        return {}
+    return {"peak": view.store.peak, "revisionCount": view.revisions,
+            "revisions": [_revision(r) for r in revisions.get(view.module_id, ())]}
 
 
 def build_report(run: Run, *, timing: bool = True) -> dict:
@@ -137,6 +162,7 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
         })
 
     stores = store_index(run, agents, holdings)
+    revisions = first_revisions(run, REVISIONS_LISTED) if any(s.revisions for s in stores) else {}
     divergences = run_divergences(run, agents, holdings)
     arms = arms_comparison(agents)
     usage = header["usage"]
@@ -188,7 +214,8 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
                           "transition": r["transition"] or None, "otherModuleId": r["other"] or None}
                          for r in s.lifetime],
             "contents": s.store.snapshot,
-        } for s in stores],
+        } | _memory(s, revisions) for s in stores],
+        "modules": [_module_overview(kind, group) for kind, group in stores_by_kind(stores)],
         "divergences": divergences,
         "refusalTotals": [{"operation": op, "refused": n} for op, n in refusals["totals"]],
         "arms": [{"programLanguage": arm["language"] or None, "docViewTypes": arm["doc_view_types"] or None,

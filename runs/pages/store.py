@@ -6,6 +6,8 @@ body's first characters), a page at a time. Tests: tests/pages/test_store.py.
 
 from __future__ import annotations
 
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -32,12 +34,29 @@ def store_page(request, pk, module_id):
     for h in holders:
         h.cost = holder_cost(h)
         h.live = h.agent.status in OPEN_AGENT_STATUSES
-    revisions = MemoryRevision.objects.filter(run=run, module_id=module_id)
+    revisions = memory_revisions(run, module_id)
     total = revisions.count()
     pages = max(1, -(-total // REVISIONS_SHOWN))
     page = request.GET.get("page", "")
     page = min(int(page), pages) if page.isdigit() and int(page) > 0 else 1
-    shown = list(revisions.order_by("seq")[(page - 1) * REVISIONS_SHOWN:page * REVISIONS_SHOWN])
+    shown = list(revisions[(page - 1) * REVISIONS_SHOWN:page * REVISIONS_SHOWN])
     return render(request, "runs/store.html", run_context(
         run, "stores", store=store, holders=holders, revisions=shown, revision_total=total, page=page, pages=pages,
         first=(page - 1) * REVISIONS_SHOWN))
+
+
+def memory_revisions(run, module_id=None):
+    """A memory store's revision history, oldest first (every store's, without `module_id`)."""
+    revisions = MemoryRevision.objects.filter(run=run).order_by("seq")
+    return revisions if module_id is None else revisions.filter(module_id=module_id)
+
+
+def first_revisions(run, limit: int) -> dict[str, list[MemoryRevision]]:
+    """{store id: its first `limit` revisions, oldest first}: one query whatever the number of stores,
+    each store's revisions numbered in SQL (the (run, module_id, seq) index) and cut there."""
+    numbered = memory_revisions(run).annotate(
+        n=Window(RowNumber(), partition_by=[F("module_id")], order_by=F("seq").asc())).filter(n__lte=limit)
+    out = {}
+    for r in numbered.order_by("module_id", "seq"):
+        out.setdefault(r.module_id, []).append(r)
+    return out

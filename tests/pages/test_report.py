@@ -10,7 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs.models import IngestToken
+from runs.ingest.rebuild import rebuild_projections
+from runs.ingest.writer import append
+from runs.models import IngestToken, Run
+from runs.pages import report
 from tests.pages_helpers import load, rows
 
 pytestmark = pytest.mark.django_db
@@ -231,3 +234,96 @@ def test_latency_percentiles_come_off_counted_milliseconds_in_a_fixed_number_of_
     assert read["few", "p"] == (12.3, 250) and read["many", "p"] == (12.3, 250)
     counts = many.agents.get(agent_id="root").timing["ms"]["api|files.read_file"]
     assert counts == {"12.3": 300, "250": 40, "7": 100}
+
+
+def memory_stream():
+    """Three memory stores (memories-0 held by two live agents, memories-1 by one that returned,
+    memories-2 never written), one run-wide tasks store, a history store each; memories-0 rewritten
+    across two turns of root's and reported at gg's own peak."""
+    def roster(agent, mems, **env):
+        return {"agentId": agent, **env, "type": "agent_modules", "modules": [
+            {"kind": "history", "moduleId": f"history-{agent}", "enabled": True, "origin": "created", "writable": True},
+            {"kind": "memories", "moduleId": mems, "enabled": True, "origin": "created", "writable": True},
+            {"kind": "tasks", "moduleId": "tasks-0", "enabled": True, "origin": "run", "writable": True}]}
+
+    def breakdown(agent, memory, total):
+        return {"agentId": agent, "type": "context_breakdown", "totalTokens": total,
+                "bySource": [{"source": "memory", "tokens": memory}, {"source": "task_list", "tokens": 5}]}
+
+    def revision(name, n, change, body, description=""):
+        return {"type": "memory_revision", "name": name, "revision": n, "change": change, "description": description,
+                "body": body, "len": len(body), "lines": body.count("\n") + 1 if body else 0}
+    return [
+        {"type": "agent_spawned", "profileId": "lead", "modelId": "m", "depth": 0},
+        roster("root", "memories-0"), breakdown("root", 120, 1000),
+        roster("w1", "memories-0", parentAgentId="root"), breakdown("w1", 80, 500),
+        roster("w2", "memories-1", parentAgentId="root"), breakdown("w2", 40, 300),
+        {"agentId": "w2", "type": "agent_returned", "summary": "done"},
+        {"agentId": "w3", "type": "agent_spawned", "profileId": "w", "depth": 1}, roster("w3", "memories-2"),
+        {"type": "turn_started"},
+        revision("plan", 1, "written", "Read the <spec>.", "What to do"),
+        {"type": "memory_state", "moduleId": "memories-0", "memories": [{"name": "plan", "len": 16, "lines": 1}],
+         "count": 1, "totalLen": 16, "totalLines": 1},
+        {"type": "turn_started"},
+        revision("notes", 1, "written", "a\nb"),
+        revision("plan", 2, "deleted", ""),
+        {"type": "memory_state", "moduleId": "memories-0", "memories": [{"name": "notes", "len": 3, "lines": 2}],
+         "count": 1, "totalLen": 3, "totalLines": 2, "peak": {"count": 2, "totalLen": 19, "totalLines": 3}},
+        {"type": "memory_state", "moduleId": "memories-1", "memories": [], "count": 0, "totalLen": 0, "totalLines": 0},
+        {"type": "tasks_state", "moduleId": "tasks-0", "tasks": [{"id": "t1", "title": "x", "status": "pending"}]},
+    ]
+
+
+def test_the_report_leads_each_module_kind_with_the_stores_tabs_overview(viewer_client):
+    run = Run.objects.create(name="report-modules")
+    append(run, memory_stream())
+    modules = {m["kind"]: m for m in api(viewer_client, run.pk).json()["modules"]}
+    assert list(modules) == ["history", "memories", "tasks"]  # gg's kind order
+    # memories: four holders, three live (w2 returned), memories-0 held by two live agents; the per-turn
+    # cost is root's 120 + w1's 80 (w3 reported none); memories-1 and -2 never written
+    assert modules["memories"] == {"kind": "memories", "stores": 3, "holders": 4, "liveHolders": 3, "shared": 1,
+                                   "costPerTurn": 200, "neverWritten": 2}
+    assert modules["tasks"] == {"kind": "tasks", "stores": 1, "holders": 4, "liveHolders": 3, "shared": 1,
+                                "costPerTurn": 10, "neverWritten": 0}
+    # history is each agent's own window (its whole total), and nothing writes it: neither count applies
+    assert modules["history"] == {"kind": "history", "stores": 4, "holders": 4, "liveHolders": 3, "shared": 0,
+                                  "costPerTurn": 1500, "neverWritten": None}
+    # the same figures the Stores tab leads each kind with
+    page = viewer_client.get(reverse("runs:stores", args=[run.pk])).content.decode()
+    part = page[page.index('data-overview="memories"'):]
+    assert dict(rows(part[:part.index("</dl>")], "data-figure")) == {
+        "stores": "3", "holders": "4", "live": "3", "shared": "1", "cost": "200 tokens", "unwritten": "2"}
+
+
+def test_a_memory_stores_revision_history_and_peak_usage_are_in_the_report(viewer_client, monkeypatch):
+    run = Run.objects.create(name="report-memories")
+    stream = memory_stream()
+    for i in range(0, len(stream), 4):  # chunk boundaries must not matter
+        append(run, stream[i:i + 4])
+    before = api(viewer_client, run.pk).json()
+    rebuild_projections(run)
+    doc = api(viewer_client, run.pk).json()
+    assert doc == before  # the report reads the fold: rebuilt, the same document
+    stores = {s["moduleId"]: s for s in doc["stores"]}
+    m0 = stores["memories-0"]
+    assert m0["peak"] == {"count": 2, "totalLen": 19, "totalLines": 3}  # gg's peak beats every snapshot
+    assert m0["revisionCount"] == 3
+    assert [(r["turn"], r["agentId"], r["memory"], r["revision"], r["change"], r["chars"], r["lines"])
+            for r in m0["revisions"]] == [(1, "root", "plan", 1, "written", 16, 1), (2, "root", "notes", 1, "written", 3, 2),
+                                          (2, "root", "plan", 2, "deleted", 0, 0)]
+    assert (m0["revisions"][0]["description"], m0["revisions"][0]["bodyHead"]) == ("What to do", "Read the <spec>.")
+    assert [r["seq"] for r in m0["revisions"]] == sorted(r["seq"] for r in m0["revisions"])
+    # a store no memory_state named has no peak; one never written no revisions
+    assert (stores["memories-1"]["peak"], stores["memories-1"]["revisionCount"]) == ({"count": 0, "totalLen": 0,
+                                                                                      "totalLines": 0}, 0)
+    assert (stores["memories-2"]["peak"], stores["memories-2"]["revisions"]) == (None, [])
+    assert "peak" not in stores["tasks-0"] and "revisions" not in stores["history-root"]  # memories only
+    # the store page lists the same history
+    page = viewer_client.get(reverse("runs:store", args=[run.pk, "memories-0"])).content.decode()
+    assert [c for c, _ in rows(page, "data-change")] == [r["change"] for r in m0["revisions"]]
+    # a long history: the first few listed, all counted, in one query whatever the number of stores
+    monkeypatch.setattr(report, "REVISIONS_LISTED", 2)
+    with CaptureQueriesContext(connection) as captured:
+        short = {s["moduleId"]: s for s in api(viewer_client, run.pk).json()["stores"]}["memories-0"]
+    assert [r["memory"] for r in short["revisions"]] == ["plan", "notes"] and short["revisionCount"] == 3
+    assert len([q for q in captured if "runs_memoryrevision" in q["sql"]]) == 2  # the counts, the first rows
