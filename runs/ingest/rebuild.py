@@ -88,8 +88,14 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
         search.forget(run.pk, after=after)  # what the index held past the log
         run.last_seq = after
         run.rejected_count = RejectedLine.objects.filter(run=run).count()
+        run.fold_generation = Run.FOLD_GENERATION
         run.save()
         run_facts.refresh(run)
         if run.status != before:
             doorbell.ring_on_commit(run.pk, run.last_seq, run.status)
     return {"events": total, "columns_fixed": fixed}
+
+
+def stale_runs() -> list[Run]:
+    """The runs an older fold made, oldest first."""
+    return list(Run.objects.filter(fold_generation__lt=Run.FOLD_GENERATION).order_by("pk"))

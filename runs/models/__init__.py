@@ -14,9 +14,14 @@ from django.utils import timezone
 
 from runs.models.memory import MemoryRevision  # noqa: F401  (its own module: this one is at its size)
 from runs.models.pool import PooledMessage  # noqa: F401  (likewise)
+from runs.models.saved import SavedConfiguration, SavedView  # noqa: F401  (likewise)
 
 
 class Run(models.Model):
+    # The fold's generation: raised (with the migration the new default asks for) whenever a migration
+    # adds or changes a projection, so a run folded before it reads as stale until it is rebuilt.
+    FOLD_GENERATION = 1
+
     class Status(models.TextChoices):
         QUEUED = "queued"
         RUNNING = "running"
@@ -61,6 +66,7 @@ class Run(models.Model):
     end_reason = models.CharField(max_length=300, blank=True)
 
     # Rolled-up figures (projections).
+    fold_generation = models.PositiveIntegerField(default=FOLD_GENERATION)  # the fold that made them
     last_seq = models.PositiveBigIntegerField(default=0)
     rejected_count = models.PositiveIntegerField(default=0)
     agent_count = models.PositiveIntegerField(default=0)
@@ -78,6 +84,11 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+
+    @property
+    def stale(self):
+        """Folded by an older fold: projections added since are missing until it is rebuilt."""
+        return self.fold_generation < self.FOLD_GENERATION
 
     def __str__(self):
         return self.name
@@ -343,25 +354,6 @@ class IngestToken(models.Model):
         return [name.strip() for name in self.run_names.splitlines() if name.strip()]
 
 
-class SavedConfiguration(models.Model):
-    """A named launch configuration (the capability set a launch form builds)."""
-
-    name = models.CharField(max_length=200, unique=True)
-    description = models.TextField(blank=True)
-    spec = models.JSONField()
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self):
-        return self.name
-
-
 class RunFacts(models.Model):
     """What the runs list filters and sorts on and the analysis reads, one row per run: a fold of the
     run's projections kept by the write path (`runs.ingest.facts.refresh`), so a list of 10,000 runs
@@ -392,27 +384,3 @@ class RunFacts(models.Model):
 
     def __str__(self):
         return f"facts of {self.run_id}"
-
-
-class SavedView(models.Model):
-    """A named runs-list filter, comparison or analysis: the page's query string, shared by URL."""
-
-    class Kind(models.TextChoices):
-        LIST = "list"
-        COMPARE = "compare"
-        ANALYSIS = "analysis"
-
-    name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=16, choices=Kind.choices)
-    query = models.TextField(blank=True)  # the query string, without the "?"
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["kind", "name", "id"]
-        constraints = [models.UniqueConstraint(fields=["kind", "name"], name="saved_view_name_per_kind")]
-
-    def __str__(self):
-        return self.name

@@ -74,3 +74,30 @@ def test_rebuild_of_a_run_without_session_end_leaves_it_running():
     rebuild.rebuild_projections(run)
     run.refresh_from_db()
     assert run.status == "running" and run.rejected_count == 5 and run.last_seq == 6
+
+
+def test_a_run_an_older_fold_made_says_so_until_it_is_rebuilt(client, admin_user):
+    """Runs stored before a projection was added read as stale (the header says how to rebuild),
+    `rebuild_projections --stale` and the bootstrap at every `scripts/serve` fold them again."""
+    import io
+
+    from django.urls import reverse
+
+    run, _ = import_stream(STREAM_FIXTURES["legacy"])
+    fresh, _ = import_stream(STREAM_FIXTURES["multi_agent"])
+    assert not run.stale and run.fold_generation == Run.FOLD_GENERATION
+    Run.objects.filter(pk=run.pk).update(fold_generation=Run.FOLD_GENERATION - 1)
+    client.force_login(admin_user)
+    page = client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert 'id="run-stale"' in page and f"rebuild_projections {run.name}" in page
+    assert 'id="run-stale"' not in client.get(reverse("runs:detail", args=[fresh.pk])).content.decode()
+
+    out = io.StringIO()
+    call_command("bootstrap", stdout=out)
+    assert f"{run.name}: rebuilt from" in out.getvalue() and fresh.name + ":" not in out.getvalue()
+    run.refresh_from_db()
+    assert not run.stale
+    assert 'id="run-stale"' not in client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    out = io.StringIO()
+    call_command("rebuild_projections", stale=True, stdout=out)
+    assert out.getvalue() == ""

@@ -1,13 +1,16 @@
-"""First-start setup for `scripts/serve`: an admin account (password printed once) and the demo runs."""
+"""Setup at every `scripts/serve`: an admin account (password printed once), the demo runs on the first
+start, and runs an older console folded rebuilt."""
 
 import secrets
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from runs.ingest import services, writer
+from runs.ingest.rebuild import stale_runs
 from runs.engine.runner import start_run
 from runs.demo import DEMO_DIR
 from runs.management.commands.launch import launch_spec_file
@@ -35,6 +38,9 @@ class Command(BaseCommand):
                               "`manage.py changepassword admin` sets a new one).")
         if Run.objects.exists():
             self.stdout.write("Demo runs: skipped, the database already holds runs.")
+            if stale_runs():  # stored before this console's latest projection: folded again, once
+                self.stdout.write("Runs folded by an older console: rebuilding their projections.")
+                call_command("rebuild_projections", stale=True, stdout=self.stdout)
         else:
             for name, path in DEMO_STREAMS:
                 path = Path(path)

@@ -1,9 +1,9 @@
-"""manage.py rebuild_projections RUN|--all — fold the stored log again from seq 1."""
+"""manage.py rebuild_projections RUN|--all|--stale — fold the stored log again from seq 1."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.access import run_resolve
-from runs.ingest.rebuild import rebuild_projections
+from runs.ingest.rebuild import rebuild_projections, stale_runs
 from runs.models import Run
 
 
@@ -16,17 +16,21 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("run", nargs="?", help="Run id or name.")
         parser.add_argument("--all", action="store_true", help="Rebuild every run.")
+        parser.add_argument("--stale", action="store_true",
+                            help="Rebuild the runs an older fold made (stored before a projection was added).")
 
-    def handle(self, *args, run=None, all=False, **options):
+    def handle(self, *args, run=None, all=False, stale=False, **options):
         if all:
             runs = list(Run.objects.order_by("pk"))
+        elif stale:
+            runs = stale_runs()
         elif run:
             target = run_resolve(run)
             if target is None:
                 raise CommandError(f"No run {run!r}.")
             runs = [target]
         else:
-            raise CommandError("Name a run (id or name), or pass --all.")
+            raise CommandError("Name a run (id or name), or pass --all or --stale.")
         for target in runs:
             stats = rebuild_projections(target)
             target.refresh_from_db()
