@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from django import template
 
+from runs.access import turn_url
 from runs.templatetags.runs_extras import duration, usd
 
 register = template.Library()
@@ -67,6 +68,17 @@ def turn_numbers(turns):
     if n <= TURNS_LINKED:
         return list(range(1, n + 1))
     return [*range(1, TURNS_LINKED - 1), None, n - 1, n]
+
+
+@register.simple_tag
+def turn_links(run_pk, agent_id, turns):
+    """[(turn, its page's URL)] for the turns `turn_numbers` shows, (None, "") for the ellipsis: one
+    reverse per agent, the other turns' URLs formed from turn 1's (the turn page's path ends in its
+    number), since a comparison links a dozen turns of every agent of both runs."""
+    first = turn_url(run_pk, agent_id, 1)
+    head = first[:-len("1/")] if first.endswith("/1/") else ""
+    return [(t, f"{head}{t}/" if head else turn_url(run_pk, agent_id, t)) if t else (None, "")
+            for t in turn_numbers(turns)]
 
 
 @register.filter

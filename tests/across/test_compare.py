@@ -242,6 +242,16 @@ def test_turn_links_show_every_turn_up_to_twelve_then_the_first_ten_and_last_two
     assert turn_numbers(900) == [*range(1, 11), None, 899, 900]
 
 
+def test_turn_links_are_the_turn_pages_urls_formed_from_one_reverse():
+    from runs.access import turn_url
+    from runs.templatetags.across import turn_links
+
+    for agent_id in ("root", "agent 1/1", "é/turns/1", "a%2F"):
+        assert turn_links(7, agent_id, 900) == [
+            (t, turn_url(7, agent_id, t)) if t else (None, "") for t in [*range(1, 11), None, 899, 900]]
+    assert turn_links(7, "", 3) == [(1, ""), (2, ""), (3, "")]  # an id no URL carries: no links
+
+
 def test_an_agents_refusals_are_compared_in_full_not_as_the_rows_the_report_lists():
     """The report lists each refusal group's first rows only; the comparison counts every refusal."""
     run = Run.objects.create(name="refusing")
