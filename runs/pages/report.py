@@ -110,7 +110,7 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
     refused = {r["agent"].agent_id: r for r in refusals["agents"]}
     latency = calls.run_latency(agents) if timing else None
     throughput = calls.run_throughput(agents) if timing else None
-    durations = run_selectors.agent_durations(run)
+    durations = run_selectors.agent_durations(agents)
 
     def agent_doc(row) -> dict:
         a = row.agent

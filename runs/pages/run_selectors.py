@@ -12,7 +12,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from runs.models import Agent, Event, Run
@@ -78,17 +77,13 @@ def stale_before():
     return timezone.now() - timedelta(seconds=settings.RUN_STALE_SECONDS)
 
 
-def agent_durations(run: Run) -> dict:
-    """{agent id: seconds from the agent's first record's stamp to its last's} (one query whatever
-    the run's size: per Agent row, its first and its last record off the (run, agent_id, seq) index);
-    None for an agent whose first or last record carries no stamp (or that emitted none)."""
-    mine = Event.objects.filter(run=run, agent_id=OuterRef("agent_id")).values("timestamp")
-    spans = Agent.objects.filter(run=run).order_by().values_list(
-        "agent_id", Subquery(mine.order_by("seq")[:1]), Subquery(mine.order_by("-seq")[:1]))
+def agent_durations(agents: list[Agent]) -> dict:
+    """{agent id: seconds from the agent's first stamped record to its latest}, off the stamps the
+    fold keeps on each Agent row (no log read); None for an agent with no stamp it could read."""
     out = {}
-    for agent_id, first, last in spans:
-        start, end = parse_timestamp(first or ""), parse_timestamp(last or "")
-        out[agent_id] = max((end - start).total_seconds(), 0.0) if start and end else None
+    for agent in agents:
+        start, end = parse_timestamp(agent.first_timestamp), parse_timestamp(agent.last_timestamp)
+        out[agent.agent_id] = max((end - start).total_seconds(), 0.0) if start and end else None
     return out
 
 

@@ -327,3 +327,14 @@ def test_a_memory_stores_revision_history_and_peak_usage_are_in_the_report(viewe
         short = {s["moduleId"]: s for s in api(viewer_client, run.pk).json()["stores"]}["memories-0"]
     assert [r["memory"] for r in short["revisions"]] == ["plan", "notes"] and short["revisionCount"] == 3
     assert len([q for q in captured if "runs_memoryrevision" in q["sql"]]) == 2  # the counts, the first rows
+
+
+def test_the_report_reads_no_record_of_the_log(viewer_client):
+    """Every figure comes off the fold's projections: the agents' spans off their folded stamps, not
+    their first and last records (a live run's header reads its last record, and no other)."""
+    for run in (load("multi", "multi_agent.ndjson"), timed_calls("live", [12_345] * 3)):
+        with CaptureQueriesContext(connection) as captured:
+            doc = api(viewer_client, run.pk).json()
+        read = [q["sql"] for q in captured if '"runs_event"' in q["sql"]]
+        assert len(read) == (run.ended_at is None), read
+        assert all(a["durationSeconds"] is not None for a in doc["agents"])
