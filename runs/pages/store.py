@@ -6,8 +6,6 @@ body's first characters), a page at a time. Tests: tests/pages/test_store.py.
 
 from __future__ import annotations
 
-from django.db.models import F, Window
-from django.db.models.functions import RowNumber
 from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -52,11 +50,19 @@ def memory_revisions(run, module_id=None):
 
 
 def first_revisions(run, limit: int) -> dict[str, list[MemoryRevision]]:
-    """{store id: its first `limit` revisions, oldest first}: one query whatever the number of stores,
-    each store's revisions numbered in SQL (the (run, module_id, seq) index) and cut there."""
-    numbered = memory_revisions(run).annotate(
-        n=Window(RowNumber(), partition_by=[F("module_id")], order_by=F("seq").asc())).filter(n__lte=limit)
+    """{store id: its first `limit` revisions, oldest first} for the run's memories stores, in one
+    query that reads about `limit` index entries a store whatever the length of its history: each
+    store's `limit`-th seq found off the (run, module_id, seq) index, then its revisions up to it.
+    (Numbering every revision of the run in a window walked them all: 174 ms at 100,000.)"""
+    revisions, stores = MemoryRevision._meta.db_table, ModuleStore._meta.db_table
+    sql = f"""
+    WITH cut AS (SELECT s.module_id, (SELECT c.seq FROM {revisions} c WHERE c.run_id = s.run_id
+                                      AND c.module_id = s.module_id ORDER BY c.seq LIMIT 1 OFFSET %s) AS seq
+                 FROM {stores} s WHERE s.run_id = %s AND s.kind = 'memories')
+    SELECT r.* FROM cut CROSS JOIN {revisions} r  -- stores first: SQLite keeps a CROSS JOIN's order
+    WHERE r.run_id = %s AND r.module_id = cut.module_id AND r.seq <= COALESCE(cut.seq, %s)
+    ORDER BY cut.module_id, r.seq"""
     out = {}
-    for r in numbered.order_by("module_id", "seq"):
+    for r in MemoryRevision.objects.raw(sql, [limit - 1, run.pk, run.pk, 2 ** 63 - 1]):
         out.setdefault(r.module_id, []).append(r)
     return out
