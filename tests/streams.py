@@ -6,7 +6,8 @@
 from pathlib import Path
 
 from runs.ingest import writer as ingest
-from runs.models import Agent, Event, Holding, MemoryRevision, ModuleStore, PooledMessage, RejectedLine, Run
+from runs.models import (Agent, Event, Holding, MemoryRevision, ModuleStore, PooledMessage, RejectedLine, Run, TimelineBucket,
+                         TimelineLane, TurnSpan, WaitSpan)
 from runs.ingest.fold import RUN_PROJECTION_FIELDS
 from tests.paths import GG_FIXTURES, STREAMS
 
@@ -76,6 +77,8 @@ def projection_dump(run: Run) -> dict:
     rejected = list(RejectedLine.objects.filter(run=run).order_by("line_number").values_list("line_number", "reason", "raw"))
     revisions = [_row(r, exclude=("run",)) for r in MemoryRevision.objects.filter(run=run).order_by("seq")]
     pool = {f"{m.agent_id} {m.message_id}": _row(m, exclude=("run",)) for m in PooledMessage.objects.filter(run=run)}
+    timeline = {model.__name__: sorted((_row(r, exclude=("run",)) for r in model.objects.filter(run=run)), key=repr)
+                for model in (TimelineLane, TurnSpan, WaitSpan, TimelineBucket)}
     return {
         "run": {f: getattr(run, f) for f in RUN_PROJECTION_FIELDS + ["last_seq", "rejected_count"]},
         "agents": agents,
@@ -85,4 +88,5 @@ def projection_dump(run: Run) -> dict:
         "rejected": rejected,
         "memory_revisions": revisions,
         "pool": pool,
+        "timeline": timeline,
     }

@@ -40,6 +40,7 @@ What is read, per spec/stream.md:
   latest breakdown (the store cost per holder reads the holder's band there).
 * Message log (§4.14, §4.15, §7.6): each agent's pool and what each message cost while resident
   (`runs.ingest.fold_pool`).
+* Timeline: each agent's lane, closed turns, blocked waits and buckets (`runs.ingest.fold_spans`).
 * Usage (§4.10, §4.11, §7.5): the sum of ``usage`` deltas, each token class null-aware, per run, per
   (profile, model) and per agent; ``slot_usage`` rollups kept apart (latest per key), never added.
 
@@ -51,7 +52,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from runs.ingest import fold_flush, fold_pool, fold_types
+from runs.ingest import fold_flush, fold_pool, fold_spans, fold_types
 from runs.models import Agent, ModuleStore, RefusalRow, Run
 from runs.stream import call_times
 from runs.stream.record import Decoded, as_list, as_text, parse_timestamp, roster_module_id
@@ -93,6 +94,7 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folde
     turns = [projector.apply(r.seq, r.event.type, r.event.record) for r in rows]
     projector.refusal_rows = refusals = refusal_rows(run, rows, turns)
     call_ms = call_times.call_times(projector.agents, rows, turns)
+    fold_spans.fold(run, rows, turns)
     fold_flush.flush(projector)
     projector.pool.flush()
     if save_run:

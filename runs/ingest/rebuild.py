@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from runs.ingest import facts as run_facts
+from runs.ingest import fold_spans
 from runs.feed import checkpoints, doorbell, search
 from runs.ingest.fold import FoldRow, fold, reset_run
 from runs.ingest.fold_flush import update_rows
@@ -55,6 +56,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
         RefusalRow.objects.filter(run=run).delete()
         MemoryRevision.objects.filter(run=run).delete()
         PooledMessage.objects.filter(run=run).delete()
+        fold_spans.forget(run)
         reset_run(run)
         checkpoints.forget(run.pk)
         after = 0

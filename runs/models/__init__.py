@@ -15,12 +15,13 @@ from django.utils import timezone
 from runs.models.memory import MemoryRevision  # noqa: F401  (its own module: this one is at its size)
 from runs.models.pool import PooledMessage  # noqa: F401  (likewise)
 from runs.models.saved import SavedConfiguration, SavedView  # noqa: F401  (likewise)
+from runs.models.timeline import TimelineBucket, TimelineLane, TurnSpan, WaitSpan  # noqa: F401  (likewise)
 
 
 class Run(models.Model):
     # The fold's generation: raised (with the migration the new default asks for) whenever a migration
     # adds or changes a projection, so a run folded before it reads as stale until it is rebuilt.
-    FOLD_GENERATION = 1
+    FOLD_GENERATION = 2  # 2: the Timeline's lanes, spans and buckets (migration 0024)
 
     class Status(models.TextChoices):
         QUEUED = "queued"

@@ -7,36 +7,32 @@ turns red. Successions and forks are drawn as links from the predecessor's lane 
 first moment; a spawn as a dotted link from the spawner. Zooming narrows the window (`start` /
 `end`, milliseconds from the run's first stamp); blocks narrower than a pixel merge, and ticks
 share a pixel, so the picture stays readable at thousands of turns and its markup stays a few hundred
-elements a lane. Five queries, whatever the run, each returning at most a few rows per pixel column
-of a lane: the marks are bucketed by the database (`lanes_data`).
+elements a lane. The same few queries whatever the run, reading the fold's lanes and either the
+turns in the window or, when it holds thousands, its buckets about a pixel wide (`lanes_data`).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import defaultdict
+from math import floor
 
-from django.db.models import Case, F, FloatField, Func, Max, Min, Q, Value, When
-from django.db.models.functions import Floor, Greatest, Least
+from django.db.models import OuterRef, Subquery
 from django.shortcuts import get_object_or_404, render
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from runs.models import Event, Run
-from runs.pages.agents import agent_forest
 from runs.access import turn_url
+from runs.models import Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan
+from runs.models.timeline import LEVELS, epoch_ms, read_ticks
+from runs.pages.agents import agent_forest
 from runs.pages.common import run_agents, run_context
-from runs.stream.record import gg_record
 
 WIDTH = 1160  # px of time axis
 LABEL = 190  # px of lane labels
 LANE = 26
 PAD_TOP = 28
-CALLS = ("api_call", "tool_call")
-RESULTS = ("api_result", "tool_result")  # drawn only when failed (the call's tick red)
-MARKS = ("turn_started", "turn_timing", "agent_spawned") + CALLS + RESULTS  # a lane's first/last moments
-READ = ("turn_outcome", "agent_status")
+DENSE = 1500  # turns in the window beyond which it is read by bucket
 
 
 def _float(value):
@@ -61,105 +57,90 @@ def _label(ms):
     return f"{ms / 1000:g}s" if ms >= 1000 else f"{ms:g}ms"
 
 
-class StampMs(Func):
-    """A record's stored stamp as ms after ``since`` (an aware datetime), computed by the database
-    (NULL where it cannot read the stamp), so a long run's marks are bucketed there, not in Python."""
-
-    output_field = FloatField()
-
-    def __init__(self, since):
-        super().__init__(F("timestamp"), Value(since.isoformat()))
-
-    def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="((julianday(%(expressions)s)) * 86400000.0)",
-                           arg_joiner=") - julianday(", **extra)
-
-    def as_postgresql(self, compiler, connection, **extra):
-        # gg_stamp_ms (migration 0021): NULL for a stamp PostgreSQL cannot read, where a cast would fail the page.
-        return self.as_sql(compiler, connection, template="(gg_stamp_ms(%(expressions)s))",
-                           arg_joiner=") - gg_stamp_ms(", **extra)
-
-
-def _px(lo, scale):
-    """The pixel column a mark's moment falls in, those left of the window as -1 and right of it as
-    WIDTH + 1 (so a turn begun before the window, or ending after it, keeps one bucket)."""
-    return Greatest(Least(Floor((F("t") - lo) * scale), Value(WIDTH + 1.0)), Value(-1.0))
+def _window_level(pixel_ms):
+    """The bucket level whose buckets are at least a pixel wide and under two (None when even the
+    finest is wider: the window is drawn from its turns)."""
+    level = next((k for k in LEVELS if 2 ** k >= pixel_ms), LEVELS[-1])
+    return level if 2 ** level < 2 * pixel_ms else None
 
 
 def lanes_data(run: Run, start=None, end=None):
-    """({agent_id: lane}, (lo, hi, total)): each lane's turns, calls, waits and first/last moments in
-    ms from the run's start, read already bucketed by pixel column of the window [lo, hi] (the
-    whole run unless zoomed), so a lane is at most a few WIDTH rows whatever the run's length.
-    Turns starting in one column come as one {"n", "to", "start", "end"} (the end of its last turn)."""
-    t0 = run.started_at
-    lanes = defaultdict(lambda: {"turns": [], "calls": [], "waits": [], "first": None, "last": None})
+    """({agent_id: lane}, (lo, hi, total)): each lane's turns, ticks ({pixel column: failed}), waits
+    and first/last moments in ms from the run's start, over the window [lo, hi] (the whole run unless
+    zoomed), read off the fold's lanes, spans and buckets (runs.ingest.fold_spans), never the log.
+    A window holding more than DENSE turns is read by bucket of about a pixel (a few WIDTH rows a
+    lane at most); a sparser one by turn, in the same number of queries."""
+    lanes = defaultdict(lambda: {"turns": [], "ticks": {}, "waits": [], "first": None, "last": None})
+    t0 = epoch_ms(run.started_at)
     if t0 is None:
         return lanes, (0.0, 0.0, 0.0)
-    # No ORDER BY: SQLite would then walk the whole run in seq order (its primary key) instead of
-    # reading each type through the (run, type, seq) index; the narrowing to failed results is a second
-    # filter so the IN on type stays that index's range.
-    events = Event.objects.filter(run=run).order_by().annotate(t=StampMs(t0))
-    # A lane's first and last moments are those of its first and last marks by seq: read off the
-    # (run, agent, type, seq) index, then the few stamps themselves, not a min over all its marks' rows.
-    extent = events.filter(type__in=MARKS).values("agent_id").annotate(first=Min("seq"), last=Max("seq"))
-    extent = extent.values_list("agent_id", "first", "last")
-    at = dict(events.filter(seq__in={seq for row in extent for seq in row[1:]}).values_list("seq", "t"))
-    for agent_id, first, last in extent:
-        if at.get(first) is not None and at.get(last) is not None:
-            lanes[agent_id].update(first=at[first], last=at[last])
+    rows = list(TimelineLane.objects.filter(run=run))
+    for row in rows:
+        if row.first_ms is not None and row.last_ms is not None:
+            lanes[row.agent_id].update(first=row.first_ms - t0, last=row.last_ms - t0)
     total = max((lane["last"] for lane in lanes.values()), default=0.0)
     lo = max(0.0, start if start is not None else 0.0)
     hi = min(total, end) if end is not None else total
     if hi <= lo:
         lo, hi = 0.0, total
     scale = WIDTH / max(hi - lo, 1e-3)
-    px = _px(lo, scale)
+    a, z = t0 + lo, t0 + hi  # the window in the tables' ms
 
-    calls = (events.filter(type__in=CALLS + RESULTS).filter(Q(type__in=CALLS) | Q(ok=False))
-             .values(px=_px(lo - 0.5 / scale, scale), lane=F("agent_id"))
-             .annotate(failed=Max(Case(When(type__in=RESULTS, then=Value(1)), default=Value(0)))))
-    for agent_id, column, failed in calls.values_list("lane", "px", "failed"):
-        if not 0 <= column <= WIDTH:
-            continue  # the buckets either side of the window
-        lanes[agent_id]["calls"].append({"px": int(column), "failed": bool(failed)})  # px rounded, as a tick
+    def tick(agent_id, ms, failed):
+        column = floor((ms - a) * scale + 0.5)  # rounded, as a tick
+        if 0 <= column <= WIDTH:
+            ticks = lanes[agent_id]["ticks"]
+            ticks[column] = ticks.get(column, False) or failed
 
-    marks = (events.filter(type__in=("turn_started", "turn_timing"), turn__gt=0)
-             .values(px=px, lane=F("agent_id"), kind=F("type")).annotate(first=Min("turn"), to=Max("turn"), at=Min("t"), until=Max("t")))
-    begun, ended = defaultdict(list), defaultdict(list)
-    for agent_id, etype, _, first, to, at, until in marks.values_list("lane", "kind", "px", "first", "to", "at", "until"):
-        if at is not None:
-            (begun if etype == "turn_started" else ended)[agent_id].append((first, to, at, until))
-    errors = defaultdict(list)
-    blocked = {}
-    # Raw is read for a status, and for an outcome only when it names an error (LIKE, a superset: the
-    # outcome itself is checked below), so a long run's thousands of clean outcomes are not fetched.
-    read = sorted(events.filter(type__in=READ).filter(Q(type="agent_status") | Q(raw__contains='"error"') | Q(raw__contains='"fatal"'))
-                  .values_list("seq", "type", "agent_id", "turn", "t", "raw"))
-    for seq, etype, agent_id, turn, t, raw in read:
-        rec = gg_record(raw)
-        if t is None:
-            continue
-        if etype == "turn_outcome" and rec.get("outcome") in ("error", "fatal"):
-            errors[agent_id].append(turn)
-        elif etype == "agent_status":
-            if agent_id in blocked:
-                lanes[agent_id]["waits"].append((blocked.pop(agent_id), t))
-            if rec.get("status") == "blocked":
-                blocked[agent_id] = t
-    for agent_id, since in blocked.items():
-        lanes[agent_id]["waits"].append((since, None))  # still blocked: to the end of the run
-    for agent_id, starts in begun.items():
-        lane, starts = lanes[agent_id], sorted(starts, key=lambda b: b[2])
-        ends = sorted(ended[agent_id], key=lambda b: b[1])  # by their last turn, to look a turn's end up
-        errs = sorted(errors[agent_id])
-        for i, (first, to, at, _) in enumerate(starts):
-            k = bisect_left(ends, to, key=lambda b: b[1])
-            if k < len(ends) and ends[k][0] <= to:
-                until = ends[k][3] if ends[k][1] == to else ends[k][2]  # its end's column, to the pixel
-            else:  # no turn_timing yet: to the next turn's start, or the lane's last moment
-                until = starts[i + 1][2] if i + 1 < len(starts) else max(at, lane["last"] or at)
-            j = bisect_left(errs, first)
-            lane["turns"].append({"n": first, "to": to, "start": at, "end": until, "error": j < len(errs) and errs[j] <= to})
+    def turn(agent_id, first, to, begun, until, error, turns=1):
+        lanes[agent_id]["turns"].append({"n": first, "to": to, "start": begun - t0, "end": until - t0, "error": error,
+                                         "turns": turns})
+
+    level = _window_level((hi - lo) / WIDTH)
+    dense = level is not None and sum(row.turn for row in rows) * (hi - lo) / max(total, 1e-3) > DENSE
+    spans = TurnSpan.objects.filter(run=run)
+    if dense:
+        width = 2 ** level
+        first = floor(a / width)
+        buckets = TimelineBucket.objects.filter(run=run, level=level, b__gte=first, b__lte=floor(z / width))
+        for agent_id, n, first_turn, last_turn, begun, until, error, *marks in buckets.values_list(
+                "agent_id", "turns", "first_turn", "last_turn", "start_ms", "end_ms", "error",
+                "tick_lo", "tick_hi", "fail_lo", "fail_hi"):
+            if n:
+                turn(agent_id, first_turn, last_turn, begun, until, error, n)
+            for ms in marks:  # a bucket's first and last call and failure; red if any failed (it is a pixel or two)
+                if ms is not None:
+                    tick(agent_id, ms, marks[2] is not None)
+        a_read = first * width  # turns begun before the first bucket read
+    else:
+        for agent_id, n, begun, until, error, ticks in (spans.filter(start_ms__gte=a, start_ms__lte=z)
+                                                        .values_list("agent_id", "turn", "start_ms", "end_ms", "error", "ticks")):
+            if n:
+                turn(agent_id, n, n, begun, until, error)
+            for ms, failed in read_ticks(ticks):
+                tick(agent_id, ms, failed)
+        a_read = a
+    if lo > 0:  # the turn each lane was in when the window opens (an agent's turns follow one another)
+        latest = spans.filter(agent_id=OuterRef("agent_id"), start_ms__lt=a_read).order_by("-start_ms").values("pk")[:1]
+        before = spans.filter(pk__in=TimelineLane.objects.filter(run=run).values(pk=Subquery(latest)), end_ms__gt=a)
+        for agent_id, n, begun, until, error, ticks in before.values_list(
+                "agent_id", "turn", "start_ms", "end_ms", "error", "ticks"):
+            if n:
+                turn(agent_id, n, n, begun, until, error)
+            for ms, failed in read_ticks(ticks) if not dense else ():
+                tick(agent_id, ms, failed)
+    for row in rows:  # the open turn (its calls are in the buckets already)
+        if row.turn and row.start_ms is not None and row.start_ms <= z and row.open_end() >= a:
+            turn(row.agent_id, row.turn, row.turn, row.start_ms, row.open_end(), row.error)
+        for ms, failed in read_ticks(row.ticks) if not dense else ():
+            tick(row.agent_id, ms, failed)
+        if row.blocked_ms is not None:
+            lanes[row.agent_id]["waits"].append((row.blocked_ms - t0, None))  # still blocked: to the end of the run
+    for agent_id, since, until in WaitSpan.objects.filter(run=run, start_ms__lte=z, end_ms__gte=a).values_list(
+            "agent_id", "start_ms", "end_ms"):
+        lanes[agent_id]["waits"].append((since - t0, until - t0))
+    for lane in lanes.values():
+        lane["turns"].sort(key=lambda t: t["start"])
     return lanes, (lo, hi, total)
 
 
@@ -173,7 +154,8 @@ def _blocks(turns, x, run_pk, agent_id):
             continue
         x0, x1 = max(x0, 0), min(x1, WIDTH)
         last = out[-1] if out else None
-        if last and x1 - x0 < 1.5 and x0 - (last["x"] + last["w"]) < 1 and last["w"] < 6:
+        # A bucket's turns (a pixel or two of them) merge as its turns would, one by one.
+        if last and x1 - x0 < 1.5 * turn["turns"] and x0 - (last["x"] + last["w"]) < 1 and last["w"] < 6:
             last["w"] = max(last["w"], x1 - last["x"])
             last["to"] = turn["to"]
             last["error"] = last["error"] or turn["error"]
@@ -215,12 +197,9 @@ def build(run: Run, start=None, end=None) -> dict:
     rows, y_of = [], {}
     for i, row in enumerate(forest):
         agent = row.agent
-        lane = lanes.get(agent.agent_id) or {"turns": [], "calls": [], "waits": [], "first": None, "last": None}
+        lane = lanes.get(agent.agent_id) or {"turns": [], "ticks": {}, "waits": [], "first": None, "last": None}
         y = PAD_TOP + i * LANE
         y_of[agent.agent_id] = y
-        ticks = {}
-        for call in lane["calls"]:
-            ticks[call["px"]] = ticks.get(call["px"], False) or call["failed"]
         waits = []
         for a, b in lane["waits"]:
             a, b = max(x(a), 0), min(x(b if b is not None else total), WIDTH)
@@ -229,7 +208,7 @@ def build(run: Run, start=None, end=None) -> dict:
         span_x = [x(v) for v in (lane["first"], lane["last"]) if v is not None]
         rows.append({"agent": agent, "indent": 4 + 10 * row.level, "tag": row.tag, "y": y, "turns": agent.turns,
                      "blocks": _blocks(lane["turns"], x, run.pk, agent.agent_id), "waits": waits,
-                     "ticks": _ticks(ticks), "first": lane["first"],
+                     "ticks": _ticks(lane["ticks"]), "first": lane["first"],
                      "life": (round(max(min(span_x), 0), 2), round(min(max(span_x), WIDTH), 2)) if span_x else None})
     links = []
     by_pk = {row["agent"].pk: row for row in rows}

@@ -1,5 +1,7 @@
 """The timeline (runs/pages/timeline.py): a lane per agent, turns linking to their pages."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -44,17 +46,79 @@ def test_a_long_run_draws_a_bounded_picture_in_the_same_queries(viewer_client):
 
     from runs.pages.timeline import WIDTH
 
-    pages = {}
+    pages, zoomed = {}, {}
     for name, n in (("short", 200), ("long", 20_000)):
         run = stamped_run(name, n)
         with CaptureQueriesContext(connection) as queries:
             html = viewer_client.get(reverse("runs:timeline", args=(run.pk,))).content.decode()
         pages[name] = html, len(queries), run.agents.get(agent_id="root").turns
+        with CaptureQueriesContext(connection) as queries:  # its middle fifth, or a fifth of a second
+            viewer_client.get(reverse("runs:timeline", args=(run.pk,)) + f"?start={n // 10 * 4}&end={n // 10 * 6}")
+        zoomed[name] = len(queries)
     (short, short_queries, _), (long, long_queries, turns) = pages["short"], pages["long"]
-    assert long_queries == short_queries
+    # The long run's whole window is read by bucket, the short run's by turn: in the same queries.
+    assert long_queries == short_queries and zoomed["long"] == zoomed["short"]
     lanes = long.split('<g class="lane"')[1:]
     assert len(lanes) == 2 and turns > 1500
     for lane in lanes:
         assert 0 < lane.count('class="turn-block"') <= WIDTH // 2 < turns
         assert lane.count('<path class="tick') <= 2
     assert 'href="/runs/' in long and "turn 1–" in long  # merged blocks name their range and open its first turn
+
+
+def _picture(run, start=None, end=None):
+    """{agent: (pixels its blocks cover, error blocks' pixels, tick columns, failed tick columns)}."""
+    from runs.pages.timeline import build
+
+    out = {}
+    for row in build(run, start, end)["rows"]:
+        covered, errors = set(), set()
+        for rect in re.finditer(r'<rect class="turn( error)?" x="([\d.]+)" y="6" width="([\d.]+)"', str(row["blocks"])):
+            x, w = float(rect[2]), float(rect[3])
+            (errors if rect[1] else covered).update(range(int(x), int(x + w)))
+        ticks = {cls: {int(px) for px in re.findall(r"M(\d+) ", d)} for cls, d in row["ticks"]}
+        out[row["agent"].agent_id] = covered, errors, ticks.get("tick", set()), ticks.get("tick failed", set())
+    return out
+
+
+def _near(a: set, b: set, by: int) -> bool:
+    """Every pixel of each set within `by` of one of the other's."""
+    return all(any(abs(x - y) <= by for y in b) for x in a) and all(any(abs(x - y) <= by for y in a) for x in b)
+
+
+@pytest.mark.parametrize("window", [(None, None), (3000.0, 15000.0)])
+def test_a_dense_window_read_by_bucket_draws_what_its_turns_draw(window, monkeypatch):
+    """The buckets (a window of thousands of turns) and the turn spans draw the same picture: blocks
+    over the same pixels, and ticks in the same columns to a pixel, failed ones to two (a bucket is up
+    to two pixels wide, and red when any of its calls failed)."""
+    from runs.pages import timeline
+
+    run = stamped_run("dense", 20_000)
+    monkeypatch.setattr(timeline, "DENSE", 10**9)
+    by_turn = _picture(run, *window)
+    monkeypatch.setattr(timeline, "DENSE", 0)
+    by_bucket = _picture(run, *window)
+    assert by_turn.keys() == by_bucket.keys() == {"root", "t1"}
+    for agent, (covered, errors, ticks, failed) in by_turn.items():
+        b_covered, b_errors, b_ticks, b_failed = by_bucket[agent]
+        assert len(covered) > 1000 and len(ticks | failed) > 1000 and (agent == "t1") == (not failed)
+        assert len(covered ^ b_covered) <= 4 and errors == b_errors == set()
+        assert _near(ticks | failed, b_ticks | b_failed, 1) and _near(failed, b_failed, 2)
+        assert all(any(abs(x - y) <= 2 for y in ticks) for x in b_ticks)  # a bucket with a failure draws red
+
+
+def test_the_timeline_projection_rebuilds_as_it_was_folded():
+    """Lanes, turn spans, waits and buckets folded record by record == folded again from the log."""
+    from runs.ingest import rebuild
+    from runs.ingest import writer as ingest
+    from runs.models import Run
+    from tests.inspect_stream import inspect_stream
+    from tests.streams import projection_dump
+
+    run = Run.objects.create(name="one-by-one")
+    ingest.append(run, inspect_stream(), chunk_lines=1)
+    folded = projection_dump(run)["timeline"]
+    assert all(folded[table] for table in ("TimelineLane", "TurnSpan", "WaitSpan", "TimelineBucket"))
+    assert any(span["error"] for span in folded["TurnSpan"]) and any(span["failed"] for span in folded["TurnSpan"])
+    rebuild.rebuild_projections(run)
+    assert projection_dump(run)["timeline"] == folded

@@ -1,0 +1,178 @@
+"""The Timeline's projection (runs.models.timeline), folded per chunk from `runs.ingest.fold.fold`.
+
+Per agent, a lane (`TimelineLane`) holds its first and last marks (turn, call and spawn records) and
+its open turn and wait; a turn becomes a `TurnSpan` when the agent's next turn starts, a wait a
+`WaitSpan` at the agent's next status. A closed turn, and every call and failed result as it comes,
+is added to the agent's `TimelineBucket` of each level: rows merged by min, max, sum and or, so the
+result does not depend on where chunk boundaries fall (incremental == rebuilt).
+
+The rules are those the page drew from the log before (runs/pages/timeline.py): a turn runs from
+its `turn_started` to its latest `turn_timing`, or, untimed, to the next turn's start (the open one:
+to the lane's last moment); it is an error turn when a `turn_outcome` in it says error or fatal; a
+call's tick is at its opening half, a failed result's (red) at the result; a blocked wait runs from
+`agent_status` blocked to the agent's next status. A record whose stamp does not read draws nothing.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from runs.ingest.fold_flush import in_chunks, insert_rows, update_rows
+from runs.models import TimelineBucket, TimelineLane, TurnSpan, WaitSpan
+from runs.models.timeline import LEVELS, epoch_ms, tick_text
+from runs.stream.record import parse_timestamp
+
+CALLS = frozenset(("api_call", "tool_call"))
+RESULTS = frozenset(("api_result", "tool_result"))
+MARKS = frozenset(("turn_started", "turn_timing", "agent_spawned")) | CALLS | RESULTS  # a lane's first/last moments
+FOLDED = MARKS | {"turn_outcome", "agent_status"}
+
+_LANE_FIELDS = ["marked", "first_ms", "last_ms", "turn", "start_ms", "end_ms", "error", "calls", "failed", "ticks",
+                "blocked_ms"]
+_SPAN_FIELDS = ["agent_id", "turn", "start_ms", "end_ms", "error", "calls", "failed", "ticks"]
+_BUCKET_FIELDS = ["turns", "first_turn", "last_turn", "start_ms", "end_ms", "error", "tick_lo", "tick_hi",
+                  "fail_lo", "fail_hi"]
+
+
+def fold(run, rows, turns) -> None:
+    """Fold the chunk's `rows` (`FoldRow`s, with the turn the fold gave each) into the run's lanes."""
+    todo = [(row.event, turn) for row, turn in zip(rows, turns)
+            if row.event.record is not None and row.event.type in FOLDED]
+    if not todo:
+        return
+    lanes = {lane.agent_id: lane for lane in
+             in_chunks(TimelineLane.objects.filter(run=run), "agent_id", {e.agent_id for e, _ in todo})}
+    new_lanes, spans, waits, buckets = [], [], [], _Buckets()
+    for e, turn in todo:
+        lane = lanes.get(e.agent_id)
+        if lane is None:
+            lane = lanes[e.agent_id] = TimelineLane(run=run, agent_id=e.agent_id)
+            new_lanes.append(lane)
+        ms, etype = epoch_ms(parse_timestamp(e.timestamp)), e.type
+        if etype in MARKS:
+            if not lane.marked:
+                lane.marked, lane.first_ms = True, ms
+            lane.last_ms = ms
+        if etype == "turn_started" and turn:
+            _close_turn(lane, ms, spans, buckets)
+            lane.turn, lane.start_ms, lane.end_ms, lane.error = turn, ms, None, False
+            lane.calls = lane.failed = 0
+            lane.ticks = ""
+        elif etype == "turn_timing":
+            if lane.turn and ms is not None:
+                lane.end_ms = ms
+        elif etype in CALLS:
+            lane.calls += 1
+            _tick(lane, ms, False, buckets)
+        elif etype in RESULTS:
+            if e.ok is False:
+                lane.failed += 1
+                _tick(lane, ms, True, buckets)
+        elif etype == "turn_outcome":
+            if lane.turn and e.record.get("outcome") in ("error", "fatal"):
+                lane.error = True
+        elif ms is not None:  # agent_status
+            if lane.blocked_ms is not None:
+                waits.append(WaitSpan(run=run, agent_id=lane.agent_id, start_ms=lane.blocked_ms, end_ms=ms))
+            lane.blocked_ms = ms if e.record.get("status") == "blocked" else None
+    # One executemany a table, whatever the chunk holds (bulk_create would batch by SQLite's parameter limit).
+    fresh = {lane.agent_id for lane in new_lanes}
+    update_rows(TimelineLane, [lane for lane in lanes.values() if lane.agent_id not in fresh], _LANE_FIELDS)
+    _insert(TimelineLane, new_lanes, ["agent_id", *_LANE_FIELDS], run)
+    _insert(TurnSpan, spans, _SPAN_FIELDS, run)
+    _insert(WaitSpan, waits, ["agent_id", "start_ms", "end_ms"], run)
+    buckets.write(run)
+
+
+def _insert(model, rows, fields, run) -> None:
+    if rows:
+        insert_rows(model, rows, fields, run_id=run.pk)
+
+
+def _tick(lane, ms, failed, buckets) -> None:
+    if ms is None:
+        return
+    lane.ticks += tick_text(ms, failed)
+    buckets.tick(lane.agent_id, ms, failed)
+    if not lane.turn:  # before the first turn: a span of calls only, found by its moments like a turn
+        lane.start_ms = ms if lane.start_ms is None else min(lane.start_ms, ms)
+        lane.end_ms = ms if lane.end_ms is None else max(lane.end_ms, ms)
+
+
+def _close_turn(lane, next_start, spans, buckets) -> None:
+    """The lane's open turn as a span, now the agent's next one starts at `next_start`."""
+    if not lane.turn and not lane.ticks:
+        return
+    start, end = lane.start_ms, lane.end_ms
+    if lane.turn and start is not None and end is None:
+        end = next_start if next_start is not None else start
+    spans.append(TurnSpan(run=lane.run, agent_id=lane.agent_id, turn=lane.turn, start_ms=start, end_ms=end,
+                          error=lane.error, calls=lane.calls, failed=lane.failed, ticks=lane.ticks))
+    if lane.turn and start is not None:
+        buckets.turn(lane.agent_id, lane.turn, start, end, lane.error)
+
+
+class _Buckets:
+    """The chunk's additions to the run's TimelineBuckets: {(agent, level, b): [the bucket's fields]}."""
+
+    def __init__(self):
+        self.rows = {}
+
+    def _row(self, agent_id, level, ms):
+        key = (agent_id, level, int(ms // (1 << level)))
+        row = self.rows.get(key)
+        if row is None:
+            row = self.rows[key] = [0, None, None, None, None, False, None, None, None, None]
+        return row
+
+    def turn(self, agent_id, n, start, end, error) -> None:
+        for level in LEVELS:
+            _merge(self._row(agent_id, level, start), [1, n, n, start, end, error, None, None, None, None])
+
+    def tick(self, agent_id, ms, failed) -> None:
+        for level in LEVELS:
+            row = self._row(agent_id, level, ms)
+            lo, hi = (8, 9) if failed else (6, 7)
+            row[lo] = ms if row[lo] is None else min(row[lo], ms)
+            row[hi] = ms if row[hi] is None else max(row[hi], ms)
+
+    def write(self, run) -> None:
+        if not self.rows:
+            return
+        ranges = {}
+        for _, level, b in self.rows:
+            lo, hi = ranges.get(level, (b, b))
+            ranges[level] = (min(lo, b), max(hi, b))
+        where = Q()
+        for level, (lo, hi) in ranges.items():
+            where |= Q(level=level, b__gte=lo, b__lte=hi)
+        stored = {(r.agent_id, r.level, r.b): r for r in TimelineBucket.objects.filter(where, run=run)}
+        new, changed = [], []
+        for key, add in self.rows.items():
+            row = stored.get(key)
+            if row is None:
+                new.append(TimelineBucket(run=run, agent_id=key[0], level=key[1], b=key[2],
+                                          **dict(zip(_BUCKET_FIELDS, add))))
+                continue
+            values = [getattr(row, f) for f in _BUCKET_FIELDS]
+            _merge(values, add)
+            for f, v in zip(_BUCKET_FIELDS, values):
+                setattr(row, f, v)
+            changed.append(row)
+        _insert(TimelineBucket, new, ["agent_id", "level", "b", *_BUCKET_FIELDS], run)
+        update_rows(TimelineBucket, changed, _BUCKET_FIELDS)
+
+
+def _merge(into, add) -> None:
+    """Merge bucket fields `add` into `into` (lists in _BUCKET_FIELDS order)."""
+    into[0] += add[0]
+    for i, pick in ((1, min), (2, max), (3, min), (4, max), (6, min), (7, max), (8, min), (9, max)):
+        if add[i] is not None:
+            into[i] = add[i] if into[i] is None else pick(into[i], add[i])
+    into[5] = into[5] or add[5]
+
+
+def forget(run) -> None:
+    """Empty the run's Timeline tables (the rebuild folds them again)."""
+    for model in (TimelineLane, TurnSpan, WaitSpan, TimelineBucket):
+        model.objects.filter(run=run).delete()
