@@ -278,6 +278,11 @@ def test_the_report_leads_each_module_kind_with_the_stores_tabs_overview(viewer_
     run = Run.objects.create(name="report-modules")
     append(run, memory_stream())
     modules = {m["kind"]: m for m in api(viewer_client, run.pk).json()["modules"]}
+    out = StringIO()
+    call_command("report", "report-modules", stdout=out)  # the summary says the same
+    assert "  memories: 3 stores, 4 holders (3 live), 1 shared, 200 tokens a turn over live windows, 2 never written\n" in (
+        out.getvalue())
+    assert "  history: 4 stores, 4 holders (3 live), 0 shared, 1500 tokens a turn over live windows\n" in out.getvalue()
     assert list(modules) == ["history", "memories", "tasks"]  # gg's kind order
     # memories: four holders, three live (w2 returned), memories-0 held by two live agents; the per-turn
     # cost is root's 120 + w1's 80 (w3 reported none); memories-1 and -2 never written

@@ -31,5 +31,10 @@ class Command(BaseCommand):
         for a in report["agents"]:
             self.stdout.write(f"  {a['agentId']:<24} {a['profileId'] or '-':<14} {a['executionMode'] or '-':<18} "
                               f"{a['programLanguage'] or '-':<11} turns {a['turns']:<4} calls {a['calls']}")
+        for m in report["modules"]:
+            cost = f", {m['costPerTurn']} tokens a turn over live windows" if m["costPerTurn"] is not None else ""
+            unwritten = f", {m['neverWritten']} never written" if m["neverWritten"] is not None else ""
+            self.stdout.write(f"  {m['kind']}: {m['stores']} stores, {m['holders']} holders ({m['liveHolders']} live), "
+                              f"{m['shared']} shared{cost}{unwritten}")
         for d in report["divergences"]:
             self.stdout.write(f"  divergence {d['agentId']}: {d['declared']} -> {d['observed']}")
