@@ -3,8 +3,11 @@
 Deterministic for a seed: a root tool-calling agent that spawns subagents, some of them
 responses-as-code agents (Python and Rust arms) with reported surfaces and module rosters, each
 running turns shaped the way gg emits them (turn_started … turn_timing), with api/tool call
-pairs, shell commands, state snapshots, logs and usage deltas. Sizes of text fields follow the
-real fixture (a few hundred bytes, now and then a few KiB).
+pairs, shell commands, state snapshots, logs and usage deltas, and each agent's message log: the
+system prompt pooled once per agent, the brief, each turn's assistant reply and tool results (file
+views labelled by their path) as `context_message` records, every `prompt` pointing at the whole
+window, compacted past COMPACT_TOKENS. Sizes of text fields follow the real fixture (a few hundred
+bytes, now and then a few KiB; a system prompt ~4 KiB, a prompt ~4 KiB of pointers).
 """
 
 import random
@@ -28,6 +31,7 @@ RUST_APIS = [
     {**api, "path": api["path"].replace(".", "::")} for api in PY_APIS
 ]
 TOOLS = ["read_file", "write_file", "edit_file", "list_dir", "shell", "finish"]
+COMPACT_TOKENS = 24_000  # a window past this is compacted at the top of the next turn
 WORDS = ("the agent reads index.html then writes a canvas game loop with keyboard input and a goal "
          "square checking distance each frame before drawing the score text in the corner").split()
 
@@ -112,44 +116,84 @@ def _open_agent(emit, agent, rng, profile, depth):
 
 
 def _turn(emit, agent, rng):
+    """One turn the way gg emits it, with the agent's message log: the window (system prompt, the
+    brief, then each turn's assistant reply and tool results) is pooled once per agent as
+    `context_message` records (new bodies only, right before the prompt) and each `prompt` points
+    at every message in the window with the band it occupies this turn; a window past
+    COMPACT_TOKENS is compacted at the top of a turn to the system prompt and a summary."""
     agent["turn"] += 1
+    window, fresh = agent.setdefault("window", []), agent.setdefault("fresh", [])
     emit(agent, "turn_started")
-    emit(agent, "context_breakdown", bySource=[{"source": "system", "tokens": 900},
-                                               {"source": "history", "tokens": rng.randint(0, 9000)}],
-         totalTokens=rng.randint(1000, 10000), windowLimit=128000)
-    emit(agent, "context_message", id=f"m{rng.getrandbits(48):x}", role="user",
-         content=_text(rng, 20, 120), tokens=rng.randint(20, 400), toolCalls=[], images=[])
-    emit(agent, "prompt", request=[{"id": "m0", "source": "system"}], totalTokens=1200,
-         finishReason="tool_calls", tokens={"uncachedInput": 1200, "cachedInput": None,
-                                            "output": 180, "reasoning": None}, durationMs=812)
-    emit(agent, "usage", profileId="worker", modelId="vendor/big",
-         tokens={"uncachedInput": 1200, "cachedInput": 300, "output": 180, "reasoning": None},
-         cost={"comparable": 0.0042, "actual": 0.0042})
-    emit(agent, "assistant_message", text=_text(rng, 5, 60))
-    for _ in range(rng.randint(1, 4)):
-        if agent["mode"] == "responses_as_code":
-            api = rng.choice(PY_APIS)
-            op = rng.choice(api["functions"])["operation"]
-            refused = rng.random() < 0.05
-            if refused:
-                op = "board.create_issue"
+    if sum(m["tokens"] for m in window) > COMPACT_TOKENS:
+        before = sum(m["tokens"] for m in window)
+        summary = _message(rng, "user", "history", _text(rng, 80, 300))
+        window[1:] = [summary]
+        fresh[:] = [summary]
+        emit(agent, "compaction", strategy="self-summarization", triggerFullness=0.8, beforeTokens=before,
+             afterTokens=window[0]["tokens"] + summary["tokens"], summaryTokens=summary["tokens"],
+             summary=summary["content"], summaryFallback=False)
+    if not window:  # the first turn: the system prompt and the brief
+        fresh[:] = [_message(rng, "system", "system", _text(rng, 400, 900)),
+                    _message(rng, "user", "user_prompt", _text(rng, 20, 120))]
+        window.extend(fresh)
+    bands = {}
+    for m in window:
+        bands[m["source"]] = bands.get(m["source"], 0) + m["tokens"]
+    total = sum(bands.values())
+    emit(agent, "context_breakdown", bySource=[{"source": b, "tokens": t} for b, t in bands.items()],
+         totalTokens=total, windowLimit=128000)
+
+    calls = _calls(agent, rng)
+    if agent["mode"] == "responses_as_code":
+        program = "\n".join(f"gg.{op}(...)" for op, _ in calls)
+        asked = [{"id": f"call-{rng.getrandbits(40):x}", "name": "submit_program", "args": {"program": program}}]
+    else:
+        asked = [{"id": f"call-{rng.getrandbits(40):x}", "name": name, "args": args} for name, args in calls]
+    reply = _message(rng, "assistant", "assistant", _text(rng, 5, 60), toolCalls=asked)
+    for m in fresh + [reply]:
+        emit(agent, "context_message", id=m["id"], role=m["role"], content=m["content"], tokens=m["tokens"],
+             **{k: m[k] for k in ("label", "toolCallId") if k in m}, toolCalls=m.get("toolCalls", []), images=[])
+    fresh.clear()
+    output = rng.randint(40, 400)
+    tokens = {"uncachedInput": total // 4, "cachedInput": total - total // 4, "output": output, "reasoning": None}
+    cost = {"comparable": round(total * 2e-7 + output * 8e-7, 6), "actual": round(total * 2e-7 + output * 8e-7, 6)}
+    emit(agent, "prompt", request=[{"id": m["id"], "source": m["source"]} for m in window], responseId=reply["id"],
+         totalTokens=total, finishReason="tool_calls", tokens=tokens, cost=cost, durationMs=812)
+    emit(agent, "usage", profileId="worker", modelId="vendor/big", tokens=tokens, cost=cost)
+    emit(agent, "assistant_message", text=reply["content"])
+    # What entered the window this turn is history from the next on.
+    for m in window[1:]:
+        m["source"] = "history"
+    window.append(reply)
+
+    results = []
+    if agent["mode"] == "responses_as_code":
+        for op, refused in calls:
             emit(agent, "api_call", operation=op)
             emit(agent, "api_result", operation=op, ok=not refused,
                  **({"failure": "unavailable"} if refused else {}))
             if refused:
                 emit(agent, "log", level="warn", message=f"the program's `gg.board.create_issue` "
                      f"call was refused before it ran: not offered to this agent")
-        else:
-            tool = rng.choice(TOOLS[:-1])
-            body = _text(rng, 20, 400) if tool == "write_file" else None
-            emit(agent, "tool_call", name=tool,
-                 args={"path": f"src/{rng.choice(WORDS)}.py", **({"contents": body} if body else {})})
+        results.append(_message(rng, "tool", "tool_output", _text(rng, 10, 200), toolCallId=asked[0]["id"]))
+    else:
+        for call in asked:
+            tool, args = call["name"], call["args"]
+            emit(agent, "tool_call", name=tool, args=args)
             ok = rng.random() > 0.08
             emit(agent, "tool_result", name=tool, ok=ok, summary="done" if ok else "no such file",
                  **({} if ok else {"failure": "not-found"}))
             if tool == "shell":
                 emit(agent, "shell", origin="tool", command="pytest -q", cwd={"type": "workspace"},
                      exitCode=0, stdout=_text(rng, 5, 50), stderr="")
+            if tool == "read_file" and ok:  # a file view: the file's text, labelled by its path
+                results.append(_message(rng, "tool", "file_view", _text(rng, 60, 700), toolCallId=call["id"],
+                                        label=args["path"]))
+            else:
+                results.append(_message(rng, "tool", "tool_output", _text(rng, 3, 80) if ok else "no such file",
+                                        toolCallId=call["id"]))
+    window.extend(results)
+    fresh.extend(results)
     if rng.random() < 0.1:
         emit(agent, "memory_state", moduleId=agent["memories"], strategy="markdown",
              memories=[{"name": "plan", "description": "what next", "len": 120, "lines": 4}],
@@ -159,3 +203,26 @@ def _turn(emit, agent, rng):
              logs=[_text(rng, 3, 12) for _ in range(rng.randint(0, 4))])
     emit(agent, "turn_outcome", outcome="progressed", consecutiveErrors=0, turns=agent["turn"])
     emit(agent, "turn_timing", promptMs=3, requestMs=812, responseMs=40)
+
+
+def _calls(agent, rng):
+    """The turn's 1-4 calls: (operation, refused) for a code agent, (tool, args) otherwise."""
+    out = []
+    for _ in range(rng.randint(1, 4)):
+        if agent["mode"] == "responses_as_code":
+            op = rng.choice(rng.choice(PY_APIS)["functions"])["operation"]
+            refused = rng.random() < 0.05
+            out.append(("board.create_issue" if refused else op, refused))
+        else:
+            tool = rng.choice(TOOLS[:-1])
+            body = _text(rng, 20, 400) if tool == "write_file" else None
+            out.append((tool, {"path": f"src/{rng.choice(WORDS)}.py", **({"contents": body} if body else {})}))
+    return out
+
+
+def _message(rng, role, source, content, **extra):
+    """A pooled message: its id (a fingerprint, unique here), band and estimated tokens (~4 chars a token)."""
+    calls = extra.get("toolCalls")
+    tokens = (len(content) + (len(str(calls)) if calls else 0)) // 4 + 4
+    return {"id": f"m-{rng.getrandbits(64):016x}", "role": role, "source": source, "content": content,
+            "tokens": tokens, **extra}
