@@ -83,13 +83,16 @@ class Folded(NamedTuple):
     refusals: list = []  # the RefusalRows the fold stored (the facts fold them on)
     call_ms: list = []  # per row: on a call's result, the call's milliseconds (the Event.call_ms column), or None
     agents: list | None = None  # every Agent of the run, as written, when the fold held them all (else None)
+    pool: fold_pool.Pool | None = None  # the message pool as written, for the fold of the next chunk
 
 
-def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folded:
+def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=(), pool: fold_pool.Pool | None = None) -> Folded:
     """Fold `rows` (`FoldRow`s of `run`, in seq order, after everything folded before) into the
     projection rows, writing each touched row once. Inside the caller's transaction, with `run`
-    locked and fresh; `save_run` saves its rolled-up fields (and `extra_run_fields`)."""
-    projector = Projector(run)
+    locked and fresh; `save_run` saves its rolled-up fields (and `extra_run_fields`). `pool`: the
+    message pool the fold of the chunk just before left (`fold_pool.Pool`), when nothing has folded
+    into the run since."""
+    projector = Projector(run, pool)
     projector.preload([r.event.record for r in rows if r.event.record is not None])
     turns = [projector.apply(r.seq, r.event.type, r.event.record) for r in rows]
     projector.refusal_rows = refusals = refusal_rows(run, rows, turns)
@@ -101,7 +104,7 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=()) -> Folde
         run.save(update_fields=RUN_PROJECTION_FIELDS + list(extra_run_fields))
     # A chunk usually names every agent of the run: its readers after the fold need not read them again.
     agents = list(projector.agents.values()) if len(projector.agents) == run.agent_count else None
-    return Folded(turns, projector.status_changed, refusals, call_ms, agents)
+    return Folded(turns, projector.status_changed, refusals, call_ms, agents, projector.pool)
 
 
 def refusal_rows(run: Run, rows, turns) -> list:
@@ -139,7 +142,7 @@ def reset_run(run: Run) -> None:
 class Projector:
     """The state of one `fold` call: the rows it loaded, created and touched."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, pool: fold_pool.Pool | None = None):
         self.run = run
         self.agents: dict[str, Agent] = {}
         self.new_agents: dict[str, Agent] = {}
@@ -152,7 +155,7 @@ class Projector:
         self.pred_links: dict[str, str] = {}  # successor agent_id -> predecessor agent_id
         self.refusal_rows: list[RefusalRow] = []
         self.memory_revisions: list = []  # MemoryRevision rows to insert
-        self.pool = fold_pool.Pool(run)  # the agents' message pools (runs.ingest.fold_pool)
+        self.pool = pool.carry(run) if pool else fold_pool.Pool(run)  # the agents' message pools
         self.status_changed = False
         self._all_agents_loaded = False
         self._started_known = run.started_at is not None

@@ -92,8 +92,10 @@ def flush(p) -> None:
     p.memory_revisions = []
 
 
-def update_rows(model, objs, field_names) -> None:
-    """UPDATE each of `objs` (saved rows) setting `field_names`: one ``executemany``, one query.
+def update_rows(model, objs, field_names, keys=None, **constants) -> None:
+    """UPDATE each of `objs` setting `field_names`: one ``executemany``, one query. A row is found
+    by its pk (saved rows), or by its `keys` (attnames) and `constants` ({column attname: value})
+    together.
 
     What ``bulk_update`` does, without building a CASE expression per row and field (which costs
     far more than the write itself on a large batch).
@@ -101,15 +103,18 @@ def update_rows(model, objs, field_names) -> None:
     if not objs:
         return
     fields = [model._meta.get_field(name) for name in field_names]
+    keys = keys or (model._meta.pk.attname,)
     qn = connection.ops.quote_name
-    sql = "UPDATE {} SET {} WHERE {} = %s".format(
+    sql = "UPDATE {} SET {} WHERE {}".format(
         qn(model._meta.db_table),
         ", ".join(f"{qn(f.column)} = %s" for f in fields),
-        qn(model._meta.pk.column),
+        " AND ".join(f"{qn(c)} = %s" for c in (*keys, *constants)),
     )
     prep = _preparers(fields)
     attnames = [f.attname for f in fields]
-    params = [[p(getattr(obj, a)) for p, a in zip(prep, attnames)] + [obj.pk] for obj in objs]
+    tail = list(constants.values())
+    params = [[p(getattr(obj, a)) for p, a in zip(prep, attnames)] + [getattr(obj, k) for k in keys] + tail
+              for obj in objs]
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)
 

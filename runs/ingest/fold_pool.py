@@ -9,6 +9,8 @@ like the rest of the fold: the result does not depend on where chunk boundaries 
 
 from __future__ import annotations
 
+import itertools
+
 from runs.ingest import fold_flush
 from runs.models import PooledMessage
 from runs.stream.material import enter, reported_input, split, turn_input_cost
@@ -18,6 +20,7 @@ from runs.stream.usage import num, plus
 from runs.stream.vocabulary import ID_MAX, SHORT_MAX
 
 VIEWS_KEPT = 300  # distinct views billed by name per agent
+ROWS_KEPT = 20_000  # pooled messages a Pool holds between chunks (a few MB)
 CALLS_PENDING = 200  # an assistant's tool calls kept by id until their tool message names them
 _FIELDS = ["role", "label", "band", "tool", "tokens", "seq", "spans", "billed", "cost", "estimated"]
 
@@ -26,22 +29,21 @@ class Message:
     """A PooledMessage row as the fold holds it: plain attributes (a model instance per message costs
     more than the rest of its fold), written by `Pool.flush` in one statement per chunk."""
 
-    __slots__ = ("id", "agent_id", "message_id", *_FIELDS)
+    __slots__ = ("agent_id", "message_id", *_FIELDS)
 
-    def __init__(self, agent_id, message_id, id=None, role="", label="", band="", tool="", tokens=None, seq=None,
+    def __init__(self, agent_id, message_id, role="", label="", band="", tool="", tokens=None, seq=None,
                  spans=None, billed=0.0, cost=None, estimated=False):
-        self.id, self.agent_id, self.message_id = id, agent_id, message_id
+        self.agent_id, self.message_id = agent_id, message_id
         self.role, self.label, self.band, self.tool, self.tokens, self.seq = role, label, band, tool, tokens, seq
         self.spans = [] if spans is None else spans
         self.billed, self.cost, self.estimated = billed, cost, estimated
 
-    @property
-    def pk(self):
-        return self.id
-
 
 class Pool:
-    """The PooledMessage rows of one fold call, keyed (agent id, message id)."""
+    """The PooledMessage rows of the fold, keyed (agent id, message id). A writer may hand one Pool
+    to the fold of each of its chunks (`carry`): the rows folded so far, as written, stay held for
+    the next one (a window is mostly the last turn's messages again), so only the rows it names
+    that the pool does not hold are read; past ROWS_KEPT, the least recently touched are let go."""
 
     def __init__(self, run):
         self.run = run
@@ -50,6 +52,11 @@ class Pool:
         self.dirty: set = set()
         self._prices = None
 
+    def carry(self, run):
+        """This pool for the fold of `run`'s next chunk (the price table read again: settings may change)."""
+        self.run, self._prices = run, None
+        return self
+
     @property
     def prices(self) -> dict:
         if self._prices is None:
@@ -57,22 +64,23 @@ class Pool:
         return self._prices
 
     def preload(self, records) -> None:
-        """Load the rows the chunk's definitions and pointers name: one query per 500 ids."""
+        """Load the rows the chunk's definitions and pointers name that it does not hold: one query per
+        500 ids."""
         wanted = set()
         for rec in records:
             t = rec.get("type")
-            if t not in ("context_message", "prompt"):
-                continue
-            aid = as_text(rec.get("agentId")) if rec.get("agentId") else "root"
-            ids = [rec.get("id")] if t == "context_message" else [
-                p.get("id") for p in as_list(rec.get("request")) if isinstance(p, dict)]
-            wanted.update((aid, _mid(i)) for i in ids if isinstance(i, str) and i)
+            if t == "prompt":
+                aid = as_text(rec.get("agentId")) if rec.get("agentId") else "root"
+                wanted.update((aid, i[:ID_MAX]) for p in as_list(rec.get("request"))
+                              if isinstance(p, dict) and isinstance(i := p.get("id"), str) and i)
+            elif t == "context_message" and isinstance(i := rec.get("id"), str) and i:
+                wanted.add((as_text(rec.get("agentId")) if rec.get("agentId") else "root", i[:ID_MAX]))
         wanted -= self.rows.keys()
         if not wanted:
             return
         agents = {aid for aid, _ in wanted}
         rows = PooledMessage.objects.filter(run=self.run, agent_id__in=agents).values_list(
-            "agent_id", "message_id", "id", *_FIELDS)
+            "agent_id", "message_id", *_FIELDS)
         for values in fold_flush.in_chunks(rows, "message_id", {mid for _, mid in wanted}):
             if (values[0], values[1]) in wanted:
                 self.rows[values[0], values[1]] = Message(*values)
@@ -88,11 +96,17 @@ class Pool:
         return m
 
     def flush(self) -> None:
+        """Write the rows this chunk touched; hold the ROWS_KEPT most recently touched for the next."""
+        columns = ["agent_id", "message_id", *_FIELDS]
         if self.new:
-            fold_flush.insert_rows(PooledMessage, [self.rows[k] for k in self.new], ["agent_id", "message_id", *_FIELDS],
-                                   run_id=self.run.pk)
+            fold_flush.insert_rows(PooledMessage, [self.rows[k] for k in self.new], columns, run_id=self.run.pk)
         if self.dirty:
-            fold_flush.update_rows(PooledMessage, [self.rows[k] for k in self.dirty], _FIELDS)
+            fold_flush.update_rows(PooledMessage, [self.rows[k] for k in self.dirty], _FIELDS,
+                                   keys=("agent_id", "message_id"), run_id=self.run.pk)
+        for key in self.new | self.dirty:  # the most recently touched last
+            self.rows[key] = self.rows.pop(key)
+        for key in list(itertools.islice(self.rows, max(len(self.rows) - ROWS_KEPT, 0))):
+            del self.rows[key]
         self.new.clear()
         self.dirty.clear()
 

@@ -60,6 +60,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
         reset_run(run)
         checkpoints.forget(run.pk)
         after = 0
+        pool = None
         while True:
             # Tuples, not models; a range of seqs (1..n, no gaps), not LIMIT: before ANALYZE the
             # planner would read the rest of the run for every chunk.
@@ -72,7 +73,8 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
                 obj, decoded = _decoded(e)
                 rows.append(FoldRow(e.seq, decoded))
                 texts.append((e.seq, obj))
-            folded = fold(run, rows, save_run=False)
+            folded = fold(run, rows, save_run=False, pool=pool)
+            pool = folded.pool
             # From the objects just decoded (each line is read once); rows whose words stand are not written.
             search.index(run.pk, texts, again=True)
             changed = []

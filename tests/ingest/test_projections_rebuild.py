@@ -4,6 +4,8 @@ import random
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from runs.ingest import writer as ingest
 from runs.ingest import rebuild
@@ -101,3 +103,56 @@ def test_a_run_an_older_fold_made_says_so_until_it_is_rebuilt(client, admin_user
     out = io.StringIO()
     call_command("rebuild_projections", stale=True, stdout=out)
     assert out.getvalue() == ""
+
+
+def _windows(agents=("root", "agent-1"), turns=12):
+    """Each agent's turns, one list of records a turn: the window grows by the last reply and a tool
+    result, is compacted every fifth turn, and now and then points at a message never defined."""
+    out = []
+    windows = {a: [(f"{a}-sys", "system", 300)] for a in agents}
+    for t in range(1, turns + 1):
+        for a in agents:
+            window, fresh = windows[a], []
+            if t % 5 == 0:
+                window[1:] = [(f"{a}-sum{t}", "history", 40)]
+                fresh.append(window[1])
+            reply = (f"{a}-a{t}", "assistant", 20 + t)
+            fresh += [window[0]] if t == 1 else []
+            fresh.append(reply)
+            pointers = window + ([(f"{a}-ghost", "history", None)] if t % 3 == 0 else [])
+            turn = [{"type": "turn_started", "agentId": a}]
+            turn += [{"type": "context_message", "agentId": a, "id": i, "role": "system" if s == "system" else "user",
+                      "content": i, "tokens": n, "toolCalls": [], "images": []} for i, s, n in fresh]
+            turn.append({"type": "prompt", "agentId": a, "request": [{"id": i, "source": s} for i, s, _ in pointers],
+                         "responseId": reply[0], "tokens": {"uncachedInput": 100 * t, "cachedInput": 7, "output": 3}})
+            window += [reply, (f"{a}-t{t}", "file_view", 50)]
+            turn.append({"type": "context_message", "agentId": a, "id": f"{a}-t{t}", "role": "tool", "tokens": 50,
+                         "label": f"src/{t}.py", "toolCalls": [], "images": []})
+            out.append(turn)
+    return out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_message_pool_carried_between_appends_equals_one_append_and_rebuild():
+    """The writer hands each run's next chunk the pool its last committed chunk left (rows as written):
+    turn by turn appends, a rebuild between two of them, equal one whole append and a rebuild; and a
+    chunk whose pointers name only rows the last chunk touched reads no pooled message."""
+    turns = _windows()
+    whole = Run.objects.create(name="whole")
+    ingest.append(whole, [r for turn in turns for r in turn])
+    pieces = Run.objects.create(name="pieces")
+    for i, turn in enumerate(turns):
+        ingest.append(pieces, turn, chunk_lines=3)
+        if i == len(turns) // 2:
+            rebuild.rebuild_projections(pieces)
+    assert projection_dump(pieces)["pool"] == projection_dump(whole)["pool"]
+    last = turns[-1][-2]  # the last prompt: every row it names was touched by the chunk before
+    with CaptureQueriesContext(connection) as queries:
+        ingest.append(pieces, [last])
+        ingest.append(whole, [last])
+    assert not [q for q in queries if q["sql"].startswith("SELECT") and "runs_pooledmessage" in q["sql"]]
+    incremental = projection_dump(pieces)
+    assert incremental == {**projection_dump(whole), "run": incremental["run"]}
+    rebuild.rebuild_projections(pieces)
+    assert projection_dump(pieces) == incremental
+    assert len(incremental["pool"]) > 50 and any(m["spans"] and len(m["spans"]) > 1 for m in incremental["pool"].values())
