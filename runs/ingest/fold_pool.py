@@ -10,6 +10,7 @@ like the rest of the fold: the result does not depend on where chunk boundaries 
 from __future__ import annotations
 
 import itertools
+from math import isfinite
 
 from runs.ingest import fold_flush
 from runs.models import PooledMessage
@@ -144,11 +145,11 @@ def _context_message(p, seq, rec, agent):
 
 
 def _prompt(p, seq, rec, agent):
-    pointers = [(_mid(ptr["id"]), ptr.get("source")) for ptr in as_list(rec.get("request"))
-                if isinstance(ptr, dict) and isinstance(ptr.get("id"), str) and ptr["id"]]
-    rows = [p.pool.row(agent.agent_id, mid) for mid, _ in pointers]
+    row, aid = p.pool.row, agent.agent_id
+    pointers = [(row(aid, i[:ID_MAX]), ptr.get("source")) for ptr in as_list(rec.get("request"))
+                if isinstance(ptr, dict) and isinstance(i := ptr.get("id"), str) and i]
     tokens = rec.get("tokens")
-    shares, unattributed = split([m.tokens for m in rows], reported_input(tokens))
+    shares, unattributed = split([m.tokens for m, _ in pointers], reported_input(tokens))
     cost, estimated = turn_input_cost(tokens, rec.get("cost"), agent.model_id, p.pool.prices)
     whole = sum(shares)
     material = _material(agent)
@@ -157,23 +158,31 @@ def _prompt(p, seq, rec, agent):
     if cost is not None:
         material["cost"] = plus(material["cost"] or 0, cost)
         material["estimated"] = material["estimated"] or estimated
+    priced = cost is not None and whole
     bands = material["bands"]
+    billed = material["billed"] or 0
     turn = agent.turns
-    for m, (_, source), share in zip(rows, pointers, shares):
+    # A window is a hundred pointers and more: plus() spelled out (a sum past a double's range keeps
+    # what it was), the rest as before.
+    for (m, source), share in zip(pointers, shares):
         if source:
-            m.band = as_text(source, SHORT_MAX)
+            m.band = source[:SHORT_MAX] if type(source) is str else as_text(source, SHORT_MAX)
         enter(m.spans, turn)
-        m.billed = plus(m.billed, share)
-        if cost is not None and whole:
+        if isfinite(total := m.billed + share):
+            m.billed = total
+        if priced:
             m.cost = plus(m.cost or 0, cost * share / whole)
             m.estimated = m.estimated or estimated
-        material["billed"] = plus(material["billed"], share)
-        bands[m.band or "unknown"] = plus(bands.get(m.band or "unknown", 0), share)
+        if isfinite(total := billed + share):
+            billed = total
+        band = m.band or "unknown"
+        bands[band] = plus(bands.get(band, 0), share)
         if m.label:
-            _bill_view(material, m.band or "unknown", m.label, share)
+            _bill_view(material, band, m.label, share)
         if m.tool:
             tools = material.setdefault("tools", {})
             tools[m.tool] = plus(tools.get(m.tool, 0), share)
+    material["billed"] = billed
 
 
 def _read_path(call: dict) -> str:
