@@ -93,9 +93,11 @@ def flush(p) -> None:
 
 
 def update_rows(model, objs, field_names, keys=None, **constants) -> None:
-    """UPDATE each of `objs` setting `field_names`: one ``executemany``, one query. A row is found
-    by its pk (saved rows), or by its `keys` (attnames) and `constants` ({column attname: value})
-    together.
+    """UPDATE each of `objs` setting `field_names`. A row is found by its pk (saved rows), or by its
+    `keys` (attnames) and `constants` ({column attname: value}) together. On SQLite one
+    ``executemany``; on PostgreSQL one ``UPDATE … FROM unnest(column arrays)`` (a statement a row
+    costs a round of parse, plan and execute on the server: a thousand pooled messages a chunk
+    took half the append).
 
     What ``bulk_update`` does, without building a CASE expression per row and field (which costs
     far more than the write itself on a large batch).
@@ -104,19 +106,32 @@ def update_rows(model, objs, field_names, keys=None, **constants) -> None:
         return
     fields = [model._meta.get_field(name) for name in field_names]
     keys = keys or (model._meta.pk.attname,)
+    prep = _preparers(fields)
+    attnames = [f.attname for f in fields]
+    rows = [[p(getattr(obj, a)) for p, a in zip(prep, attnames)] + [getattr(obj, k) for k in keys] for obj in objs]
     qn = connection.ops.quote_name
+    table = qn(model._meta.db_table)
+    if connection.vendor == "postgresql":
+        columns = [f.column for f in fields] + list(keys)
+        types = [f.db_type(connection) for f in fields] + [model._meta.get_field(k).db_type(connection) for k in keys]
+        sql = "UPDATE {} AS t SET {} FROM unnest({}) AS v({}) WHERE {}".format(
+            table,
+            ", ".join(f"{qn(c)} = v.{qn(c)}" for c in columns[: len(fields)]),
+            ", ".join(f"%s::{t}[]" for t in types),
+            ", ".join(qn(c) for c in columns),
+            " AND ".join([f"t.{qn(k)} = v.{qn(k)}" for k in keys] + [f"t.{qn(c)} = %s" for c in constants]),
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [list(column) for column in zip(*rows)] + list(constants.values()))
+        return
     sql = "UPDATE {} SET {} WHERE {}".format(
-        qn(model._meta.db_table),
+        table,
         ", ".join(f"{qn(f.column)} = %s" for f in fields),
         " AND ".join(f"{qn(c)} = %s" for c in (*keys, *constants)),
     )
-    prep = _preparers(fields)
-    attnames = [f.attname for f in fields]
     tail = list(constants.values())
-    params = [[p(getattr(obj, a)) for p, a in zip(prep, attnames)] + [getattr(obj, k) for k in keys] + tail
-              for obj in objs]
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        cursor.executemany(sql, [row + tail for row in rows])
 
 
 def insert_rows(model, objs, field_names, **constants) -> None:
