@@ -30,8 +30,9 @@ KIND_TYPES = {
     "output": ("code_execution",),
     "system": ("host:system",),
 }
-# Where a failed row (tone "fail") can come from besides a result with ok false.
-FAIL_TYPES = ("log", "session_ended", "host:system", "code_execution", "turn_outcome")
+# Where a failed row (tone "fail") can come from besides a result or a program with ok false (a
+# turn_outcome drives panels: its row is raw, never failed).
+FAIL_TYPES = ("log", "session_ended", "host:system")
 
 FIELDS = ("agent", "kind", "op", "failed", "q")
 
@@ -77,7 +78,8 @@ class FeedFilter:
         if self.op:
             where &= Q(operation=self.op) | Q(tool_name=self.op)
         if self.failed:
-            where &= Q(ok=False) | Q(type__in=FAIL_TYPES)
+            # A program stored before its ok was a column has none until the run is rebuilt.
+            where &= Q(ok=False) | Q(type__in=FAIL_TYPES) | Q(type="code_execution", ok__isnull=True)
         matching = search.matching_seqs_sql(run_pk, self.q)
         if matching is not None:
             where &= Q(seq__in=RawSQL(*matching))

@@ -14,15 +14,18 @@ api_call brackets) besides the matching ones.
 
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Case, Q, TextField, Value, When
 
 from runs.feed.html import row_html
-from runs.feed.state import BRACKET_TYPES, Ev, FeedState
+from runs.feed.state import BRACKET_TYPES, FOLDED_RECORDS, Ev, FeedState
 from runs.feed.windows import WINDOW_CHARS, FeedRenderer, row_chars
 from runs.models import Agent, Event, Run
 
 PAGE_ROWS = 100
 CHUNK = 500  # events read per query
+# A filtered chunk folds in the brackets between its first and last match: fewer matches a chunk
+# keep that span short when they are sparse (an exact filter, failed only, fills a page from one).
+FILTERED_CHUNK = 2 * PAGE_ROWS
 SCAN_LIMIT = 20_000  # events one request looks at, at most
 STATE_TYPES = ("agent_surface", "session_started")
 TOOL_TYPES = ("tool_call", "tool_result")
@@ -72,10 +75,14 @@ def render(run_pk, events, flt, multi_from=None):
     if tools:
         context |= Q(type__in=BRACKET_TYPES + TOOL_TYPES, agent_id__in=tools)
     between = Event.objects.filter(context, run_id=run_pk, seq__gte=first, seq__lte=last).exclude(seq__in=keep)
-    merged = sorted(events + [Ev._make(e) for e in between.values_list(*Ev._fields)])
+    # Folded in, never shown: a context event carries its line only where the fold reads it (most
+    # of them are the api_call brackets, whose columns say all the fold needs).
+    line = Case(When(type__in=FOLDED_RECORDS, then="raw"), default=Value(""), output_field=TextField())
+    columns = [line if f == "raw" else f for f in Ev._fields]
+    merged = sorted(events + [Ev._make(e) for e in between.values_list(*columns)])
     if state.multi_from is None:
         state.multi_from = multi_from  # a sparse fold does not see every agent arrive
-    return [r for r in FeedRenderer(run_pk, state).rows(merged, read_on=True) if r.seq in keep and flt.keeps(r)]
+    return [r for r in FeedRenderer(run_pk, state).rows(merged, read_on=True, shown=keep) if flt.keeps(r)]
 
 
 def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
@@ -87,12 +94,13 @@ def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
     cursor = after if forward else (end + 1 if before is None else before)
     where = flt.events(run_pk)
     multi_from = _multi_from(run_pk) if flt.active else None
+    chunk = FILTERED_CHUNK if flt.active else CHUNK
     out, scanned, more = [], 0, False
     while len(out) < rows:
         if scanned >= SCAN_LIMIT:
             more = True
             break
-        events = _events(where, after=cursor, limit=CHUNK) if forward else _events(where, before=cursor, limit=CHUNK)
+        events = _events(where, after=cursor, limit=chunk) if forward else _events(where, before=cursor, limit=chunk)
         if not events:
             break
         scanned += len(events)
@@ -103,7 +111,7 @@ def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
         else:
             out = found + out
             cursor = events[0].seq
-        if len(events) < CHUNK:
+        if len(events) < chunk:
             break
     else:
         more = True

@@ -17,10 +17,14 @@ from runs.stream.record import as_text, parse_timestamp, record_of
 from runs.models import Agent, Event, Run
 from surfaces.arms import spelling_for
 
-__all__ = ["BRACKET_TYPES", "Ev", "FeedState", "bridged_args"]
+__all__ = ["BRACKET_TYPES", "FOLDED_RECORDS", "Ev", "FeedState", "bridged_args"]
 
 # The Event columns a row reads, fetched as tuples (no model instances).
 Ev = namedtuple("Ev", "seq type agent_id timestamp raw tool_name ok failure turn")
+# The types whose stored line (not only its columns) `FeedState.before` and `bridged_args` read: an
+# event folded in without a row of its own needs its line only then.
+FOLDED_RECORDS = ("agent_surface", "session_started", "assistant_message", "agent_transition", "tool_call",
+                  "tool_result")
 
 
 def bridged_args(run_pk, events, read_on=True) -> dict:

@@ -86,26 +86,31 @@ class FeedRenderer:
             return self.row(ev, kind, "result ✗", detail, "fail", failure=failure)
         return self.row(ev, kind, "result", detail, "ok")
 
-    def _each(self, events, read_on=True):
-        """(event, its row) for each event in turn, the state carried past it (`read_on`: see
-        `bridged_args`)."""
+    def _each(self, events, read_on=True, shown=None):
+        """(event, its row) for each event in turn — or only those whose seq is in `shown`, the
+        others folded into the state and never rendered — the state carried past each (`read_on`:
+        see `bridged_args`)."""
         self.read_on = read_on
         self.bridged = bridged_args(self.run_pk, events, read_on)
-        self.state.read_surfaces({ev.agent_id for ev in events})
+        self.state.read_surfaces({ev.agent_id for ev in events if shown is None or ev.seq in shown})
         for ev in events:
-            rec = record_of(ev.raw)
+            rec = record_of(ev.raw) if ev.raw else {}  # "": a context event read without its line
             self.state.before(ev, rec)
-            row = None
-            if has_row(ev.type):
-                row = RENDERERS.get(ev.type, unknown_row)(self, ev, rec)
-            # A record with no row of its own still has one under the raw kind (runs.feed.filters
-            # keeps those only when the raw kind is asked for).
-            row = row or raw_row(self, ev, rec)
-            self.state.after(ev)
-            yield ev, row
+            if shown is None or ev.seq in shown:
+                row = None
+                if has_row(ev.type):
+                    row = RENDERERS.get(ev.type, unknown_row)(self, ev, rec)
+                # A record with no row of its own still has one under the raw kind (runs.feed.filters
+                # keeps those only when the raw kind is asked for).
+                row = row or raw_row(self, ev, rec)
+                self.state.after(ev)
+                yield ev, row
+            else:
+                self.state.after(ev)
 
-    def rows(self, events, read_on=False):
-        return [row for _, row in self._each(events, read_on)]
+    def rows(self, events, read_on=False, shown=None):
+        """The rows of `events` (only of the seqs in `shown`, when given: the rest is context)."""
+        return [row for _, row in self._each(events, read_on, shown)]
 
     def next_batch(self, after, limit=BATCH):
         """Rows for the next stored events after seq `after` — at most `limit` of them, and no more

@@ -277,6 +277,10 @@ class Event(models.Model):
             # A turn's records (the turn and conversation pages, a record's turn), without walking
             # every record of a long-lived agent.
             models.Index(fields=["run", "agent_id", "turn", "seq"]),
+            # A turn's first turn_started, whichever agent's (the feed's jump to a turn), without
+            # walking the run's turns in seq order: turn_started rows only, a few in a hundred.
+            models.Index(fields=["run", "turn", "seq"], condition=models.Q(type="turn_started"),
+                         name="event_turn_started"),
             models.Index(fields=["run", "digest"]),
         ]
         ordering = ["run", "seq"]

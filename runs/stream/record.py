@@ -210,6 +210,8 @@ def decode(obj: dict) -> Decoded:
                        failure=failure_class(rec))
     if etype == "tool_call":
         return Decoded(etype, rec, agent_id, timestamp, tool_name=as_text(rec.get("name")))
+    if etype == "code_execution":  # its ok: the feed's failed-only filter finds failed programs by it
+        return Decoded(etype, rec, agent_id, timestamp, ok=_ok(rec))
     if etype == "tool_result":
         return Decoded(etype, rec, agent_id, timestamp, tool_name=as_text(rec.get("name")), ok=_ok(rec),
                        failure=failure_class(rec))
