@@ -36,12 +36,15 @@ WORDS = ("the agent reads index.html then writes a canvas game loop with keyboar
          "square checking distance each frame before drawing the score text in the corner").split()
 
 
+STEP_US = 137  # between two records' stamps: n records span n * STEP_US microseconds
+
+
 class _Clock:
     def __init__(self):
         self.micros = 0
 
     def stamp(self):
-        self.micros += 137
+        self.micros += STEP_US
         s, us = divmod(self.micros, 1_000_000)
         m, s = divmod(s, 60)
         h, m = divmod(m, 60)

@@ -15,6 +15,8 @@ call's tick is at its opening half, a failed result's (red) at the result; a blo
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from django.db.models import Q
 
 from runs.ingest.fold_flush import in_chunks, insert_rows, update_rows
@@ -73,7 +75,7 @@ def fold(run, rows, turns) -> None:
                 lane.error = True
         elif ms is not None:  # agent_status
             if lane.blocked_ms is not None:
-                waits.append(WaitSpan(run=run, agent_id=lane.agent_id, start_ms=lane.blocked_ms, end_ms=ms))
+                waits.append(SimpleNamespace(agent_id=lane.agent_id, start_ms=lane.blocked_ms, end_ms=ms))
             lane.blocked_ms = ms if e.record.get("status") == "blocked" else None
     # One executemany a table, whatever the chunk holds (bulk_create would batch by SQLite's parameter limit).
     fresh = {lane.agent_id for lane in new_lanes}
@@ -106,8 +108,8 @@ def _close_turn(lane, next_start, spans, buckets) -> None:
     start, end = lane.start_ms, lane.end_ms
     if lane.turn and start is not None and end is None:
         end = next_start if next_start is not None else start
-    spans.append(TurnSpan(run=lane.run, agent_id=lane.agent_id, turn=lane.turn, start_ms=start, end_ms=end,
-                          error=lane.error, calls=lane.calls, failed=lane.failed, ticks=lane.ticks))
+    spans.append(SimpleNamespace(agent_id=lane.agent_id, turn=lane.turn, start_ms=start, end_ms=end,
+                                 error=lane.error, calls=lane.calls, failed=lane.failed, ticks=lane.ticks))
     if lane.turn and start is not None:
         buckets.turn(lane.agent_id, lane.turn, start, end, lane.error)
 
@@ -146,18 +148,18 @@ class _Buckets:
         where = Q()
         for level, (lo, hi) in ranges.items():
             where |= Q(level=level, b__gte=lo, b__lte=hi)
-        stored = {(r.agent_id, r.level, r.b): r for r in TimelineBucket.objects.filter(where, run=run)}
+        # Rows as plain objects: a chunk touches hundreds, and model instances cost more than their write.
+        stored = {(agent_id, level, b): SimpleNamespace(pk=pk, **dict(zip(_BUCKET_FIELDS, values))) for pk, agent_id, level, b, *values
+                  in TimelineBucket.objects.filter(where, run=run).values_list("pk", "agent_id", "level", "b", *_BUCKET_FIELDS)}
         new, changed = [], []
-        for key, add in self.rows.items():
-            row = stored.get(key)
+        for (agent_id, level, b), add in self.rows.items():
+            row = stored.get((agent_id, level, b))
             if row is None:
-                new.append(TimelineBucket(run=run, agent_id=key[0], level=key[1], b=key[2],
-                                          **dict(zip(_BUCKET_FIELDS, add))))
+                new.append(SimpleNamespace(agent_id=agent_id, level=level, b=b, **dict(zip(_BUCKET_FIELDS, add))))
                 continue
             values = [getattr(row, f) for f in _BUCKET_FIELDS]
             _merge(values, add)
-            for f, v in zip(_BUCKET_FIELDS, values):
-                setattr(row, f, v)
+            row.__dict__.update(zip(_BUCKET_FIELDS, values))
             changed.append(row)
         _insert(TimelineBucket, new, ["agent_id", "level", "b", *_BUCKET_FIELDS], run)
         update_rows(TimelineBucket, changed, _BUCKET_FIELDS)

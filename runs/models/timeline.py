@@ -3,7 +3,8 @@ its closed turns as spans, its blocked waits, and the turns and calls pre-bucket
 of milliseconds, so the page reads rows by the pixel or by the turn in its window, never events.
 A projection of the log like those in runs/models/__init__.py (which imports it), rebuilt with them.
 
-Moments are milliseconds since the Unix epoch (gg's stamps read by runs.stream.record.parse_timestamp),
+Each table's indexes lead with its run, so no foreign-key index of its own (one less index a row
+written). Moments are milliseconds since the Unix epoch (gg's stamps read by runs.stream.record.parse_timestamp),
 so they do not depend on the run's first stamp; the page subtracts it."""
 
 from datetime import datetime, timezone
@@ -11,7 +12,9 @@ from datetime import datetime, timezone
 from django.db import models
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-LEVELS = range(2, 25)  # TimelineBucket widths, 4 ms .. 2**24 ms (4.7 h): the page reads the one about a pixel wide
+# TimelineBucket widths, 8 ms .. 2**23 ms (2.3 h), each four times the last (the fold writes each
+# level's rows every chunk): the page reads the one nearest a pixel wide, half a pixel to two.
+LEVELS = range(3, 24, 2)
 
 
 def epoch_ms(moment):
@@ -33,7 +36,7 @@ class TimelineLane(models.Model):
     """An agent's lane: its first and last moments (its first and last turn, call or spawn record)
     and what is still open: its current turn (a span once the next one starts) and a blocked wait."""
 
-    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="timeline_lanes")
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="timeline_lanes", db_index=False)
     agent_id = models.CharField(max_length=200)
     marked = models.BooleanField(default=False)  # a mark folded: first_ms is the first one's (None: unread)
     first_ms = models.FloatField(null=True)
@@ -62,7 +65,7 @@ class TurnSpan(models.Model):
     """A closed turn of an agent (the next one has started): from its turn_started to its latest
     turn_timing (untimed: to the next turn's start), with its calls. Turn 0: the calls before the first."""
 
-    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="turn_spans")
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="turn_spans", db_index=False)
     agent_id = models.CharField(max_length=200)
     turn = models.PositiveIntegerField()
     start_ms = models.FloatField(null=True)
@@ -80,7 +83,7 @@ class TurnSpan(models.Model):
 class WaitSpan(models.Model):
     """A closed blocked wait: from agent_status blocked to the agent's next status."""
 
-    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="wait_spans")
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="wait_spans", db_index=False)
     agent_id = models.CharField(max_length=200)
     start_ms = models.FloatField()
     end_ms = models.FloatField()
@@ -94,7 +97,7 @@ class TimelineBucket(models.Model):
     """An agent's closed turns starting, and calls made, within bucket `b` of 2**level ms: what a
     window whose pixel is about that wide draws of them."""
 
-    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="timeline_buckets")
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="timeline_buckets", db_index=False)
     agent_id = models.CharField(max_length=200)
     level = models.PositiveSmallIntegerField()
     b = models.BigIntegerField()  # floor(ms / 2**level)

@@ -58,9 +58,9 @@ def _label(ms):
 
 
 def _window_level(pixel_ms):
-    """The bucket level whose buckets are at least a pixel wide and under two (None when even the
+    """The bucket level whose buckets are from half a pixel wide to under two (None when even the
     finest is wider: the window is drawn from its turns)."""
-    level = next((k for k in LEVELS if 2 ** k >= pixel_ms), LEVELS[-1])
+    level = next((k for k in LEVELS if 2 ** k >= pixel_ms / 2), LEVELS[-1])
     return level if 2 ** level < 2 * pixel_ms else None
 
 
