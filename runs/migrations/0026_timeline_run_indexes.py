@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0024_timeline_spans'),
+        ('runs', '0025_event_turn_started'),
     ]
 
     operations = [
