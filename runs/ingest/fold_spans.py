@@ -149,7 +149,7 @@ class _Buckets:
         for level, (lo, hi) in ranges.items():
             where |= Q(level=level, b__gte=lo, b__lte=hi)
         # Rows as plain objects: a chunk touches hundreds, and model instances cost more than their write.
-        stored = {(agent_id, level, b): SimpleNamespace(pk=pk, **dict(zip(_BUCKET_FIELDS, values))) for pk, agent_id, level, b, *values
+        stored = {(agent_id, level, b): SimpleNamespace(id=pk, **dict(zip(_BUCKET_FIELDS, values))) for pk, agent_id, level, b, *values
                   in TimelineBucket.objects.filter(where, run=run).values_list("pk", "agent_id", "level", "b", *_BUCKET_FIELDS)}
         new, changed = [], []
         for (agent_id, level, b), add in self.rows.items():
