@@ -112,17 +112,17 @@ def update_rows(model, objs, field_names, keys=None, **constants) -> None:
     qn = connection.ops.quote_name
     table = qn(model._meta.db_table)
     if connection.vendor == "postgresql":
-        columns = [f.column for f in fields] + list(keys)
-        types = [f.db_type(connection) for f in fields] + [model._meta.get_field(k).db_type(connection) for k in keys]
-        sql = "UPDATE {} AS t SET {} FROM unnest({}) AS v({}) WHERE {}".format(
+        key_fields = [model._meta.get_field(k) for k in keys]
+        columns = [f.column for f in fields] + [f.column for f in key_fields]
+        sql = "UPDATE {} AS t SET {} FROM {} AS v({}) WHERE {}".format(
             table,
             ", ".join(f"{qn(c)} = v.{qn(c)}" for c in columns[: len(fields)]),
-            ", ".join(f"%s::{t}[]" for t in types),
+            _unnest(fields + key_fields),
             ", ".join(qn(c) for c in columns),
-            " AND ".join([f"t.{qn(k)} = v.{qn(k)}" for k in keys] + [f"t.{qn(c)} = %s" for c in constants]),
+            " AND ".join([f"t.{qn(c)} = v.{qn(c)}" for c in columns[len(fields):]] + [f"t.{qn(c)} = %s" for c in constants]),
         )
         with connection.cursor() as cursor:
-            cursor.execute(sql, [list(column) for column in zip(*rows)] + list(constants.values()))
+            cursor.execute(sql, _arrays(rows, len(columns)) + list(constants.values()))
         return
     sql = "UPDATE {} SET {} WHERE {}".format(
         table,
@@ -136,18 +136,35 @@ def update_rows(model, objs, field_names, keys=None, **constants) -> None:
 
 def insert_rows(model, objs, field_names, **constants) -> None:
     """INSERT `objs` (any objects with the fields as attributes) as new rows of `model`, `constants`
-    ({column attname: value}) the same on every row: one ``executemany``, no model instances."""
+    ({column attname: value}) the same on every row, no model instances: one ``executemany`` on
+    SQLite, one ``INSERT … SELECT FROM unnest(column arrays)`` on PostgreSQL (as `update_rows`)."""
     fields = [model._meta.get_field(name) for name in field_names]
     qn = connection.ops.quote_name
     columns = [f.column for f in fields] + list(constants)
-    sql = "INSERT INTO {} ({}) VALUES ({})".format(
-        qn(model._meta.db_table), ", ".join(qn(c) for c in columns), ", ".join(["%s"] * len(columns)))
+    table = qn(model._meta.db_table)
     tail = list(constants.values())
     prep = _preparers(fields)
     attnames = [f.attname for f in fields]
-    params = [[p(getattr(obj, a)) for p, a in zip(prep, attnames)] + tail for obj in objs]
+    rows = [[p(getattr(obj, a)) for p, a in zip(prep, attnames)] for obj in objs]
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        if connection.vendor == "postgresql":
+            names = [qn(f.column) for f in fields]
+            cursor.execute("INSERT INTO {} ({}) SELECT {} FROM {} AS v({})".format(
+                table, ", ".join(qn(c) for c in columns), ", ".join([f"v.{n}" for n in names] + ["%s"] * len(tail)),
+                _unnest(fields), ", ".join(names)), tail + _arrays(rows, len(fields)))
+        else:
+            cursor.executemany("INSERT INTO {} ({}) VALUES ({})".format(
+                table, ", ".join(qn(c) for c in columns), ", ".join(["%s"] * len(columns))), [row + tail for row in rows])
+
+
+def _unnest(fields) -> str:
+    """``unnest(%s::type[], …)``: one array parameter a field (PostgreSQL)."""
+    return "unnest({})".format(", ".join(f"%s::{f.db_type(connection)}[]" for f in fields))
+
+
+def _arrays(rows, width) -> list:
+    """Rows as one list a column (the parameters of `_unnest`); empty rows, empty lists."""
+    return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(width)]
 
 
 # A value already of its column's plain Python type is what get_db_prep_save would hand the driver;
