@@ -76,7 +76,7 @@ class Pool:
                               if isinstance(p, dict) and isinstance(i := p.get("id"), str) and i)
             elif t == "context_message" and isinstance(i := rec.get("id"), str) and i:
                 wanted.add((as_text(rec.get("agentId")) if rec.get("agentId") else "root", i[:ID_MAX]))
-        wanted -= self.rows.keys()
+        wanted = {key for key in wanted if key not in self.rows}  # (set -= keys() walks all the held rows)
         if not wanted:
             return
         agents = {aid for aid, _ in wanted}
