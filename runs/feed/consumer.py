@@ -48,10 +48,10 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 15  # as gg's own live stream: a beat while idle
 # While doorbells pour in, a connection reads at most this often: each pass then carries more
-# rows. A window is read and rendered once for every connection (WindowCache), so a pass costs a
-# connection little more than its send (bench/feed: the server's CPU time the same for 1 client as
-# for 50); the pause is mostly latency (half of it on average), so it is short.
-PASS_SECONDS = 0.02
+# rows. Where connections share their windows (one process, many sockets on a run) a pass costs a
+# connection little more than its send, but on the distributed path a run's few sockets per Daphne
+# each read their own: 20 ms there doubled bench/scale's p50 and p99 against 50 ms.
+PASS_SECONDS = 0.05
 ANNOUNCE_SECONDS = 1.0  # without rows: at most one "something new" a second
 MAX_UNACKED = 2  # messages in flight to a page that acknowledges
 HEARTBEAT_HTML = "<!-- heartbeat -->"  # a message with no elements: htmx swaps nothing
