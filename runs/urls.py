@@ -41,6 +41,7 @@ urlpatterns = [
     path("runs/<int:pk>/stores/<path:module_id>/", store.store_page, name="store"),
     path("runs/<int:pk>/divergences/", divergences.divergences_page, name="divergences"),
     path("runs/<int:pk>/refusals/", refusals.refusals_page, name="refusals"),
+    path("runs/<int:pk>/refusals/entries/", refusals.refusal_entries, name="refusal_entries"),
     path("runs/<int:pk>/arms/", arms.arms_page, name="arms"),
     path("runs/<int:pk>/project/", project.project_page, name="project"),
     path("api/runs/<str:run>/report", report.api_report, name="api_report"),

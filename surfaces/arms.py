@@ -152,6 +152,11 @@ def member_separator(language):
     return ARMS[language].sep if language in ARMS else "."
 
 
+def function_spelling(api: dict, function: dict, language: str) -> str:
+    """A bound function as the agent's arm writes it: the module's path joined onto its name."""
+    return f"{api.get('path') or api.get('module') or ''}{member_separator(language)}{function.get('name') or ''}"
+
+
 def surface_apis(language, grants):
     """The `agent_surface.apis` a code agent on this arm reports: one entry per module it binds a
     function in, in presentation order; a module with nothing bound is absent. The two retired

@@ -6,8 +6,8 @@
 from pathlib import Path
 
 from runs.ingest import writer as ingest
-from runs.models import (Agent, Event, Holding, MemoryRevision, ModuleStore, PooledMessage, RejectedLine, Run, TimelineBucket,
-                         TimelineLane, TurnSpan, WaitSpan)
+from runs.models import (Agent, Event, Holding, MemoryRevision, ModuleStore, PooledMessage, RefusalGroup, RefusalRow,
+                         RejectedLine, Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan)
 from runs.ingest.fold import RUN_PROJECTION_FIELDS
 from tests.paths import GG_FIXTURES, STREAMS
 
@@ -79,6 +79,8 @@ def projection_dump(run: Run) -> dict:
     pool = {f"{m.agent_id} {m.message_id}": _row(m, exclude=("run",)) for m in PooledMessage.objects.filter(run=run)}
     timeline = {model.__name__: sorted((_row(r, exclude=("run",)) for r in model.objects.filter(run=run)), key=repr)
                 for model in (TimelineLane, TurnSpan, WaitSpan, TimelineBucket)}
+    refusals = [_row(r, exclude=("run",)) for r in RefusalRow.objects.filter(run=run).order_by("seq")]
+    groups = {f"{g.agent_id} {g.key}": _row(g, exclude=("run",)) for g in RefusalGroup.objects.filter(run=run)}
     return {
         "run": {f: getattr(run, f) for f in RUN_PROJECTION_FIELDS + ["last_seq", "rejected_count"]},
         "agents": agents,
@@ -89,4 +91,6 @@ def projection_dump(run: Run) -> dict:
         "memory_revisions": revisions,
         "pool": pool,
         "timeline": timeline,
+        "refusal_rows": refusals,
+        "refusal_groups": groups,
     }

@@ -2,9 +2,9 @@
 
 Folded from the projections the write path already keeps (Run, Agent, Holding, RefusalRow), plus
 each agent's peak context, which only the log holds (kept incrementally from the chunk's
-context_breakdown records). The refusal counts (the Refusals tab's, over the fold's RefusalRows)
-are brought up to date from the rows a chunk stored, never re-read from the log. `after_chunk` is the write path's
-one call, inside its transaction; `manage.py refresh_facts` folds the runs whose facts are missing or
+context_breakdown records). The refusal counts are the Refusals tab's own (the fold's RefusalGroups,
+`runs.pages.refusals.run_refusal_groups`), read again after a chunk that stored refusal rows.
+`after_chunk` is the write path's one call, inside its transaction; `manage.py refresh_facts` folds the runs whose facts are missing or
 behind, and `migrate` does the same by itself once it has brought the schema up to date
 (`after_migrate`: a database from before this table, migration 0005, needs nothing run by hand).
 """
@@ -16,16 +16,17 @@ import operator
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
-from django.db.models import Count, F, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
+from runs.ingest import fold_refusals
 from runs.stream.record import as_list, as_text, gg_record
 from runs.stream.usage import breakdown_bands
-from runs.models import Agent, Event, RefusalRow, Run, RunFacts
+from runs.models import Agent, Event, Run, RunFacts
 from runs.pages import run_selectors
 from runs.pages.common import run_holdings
 from runs.pages.divergences import run_divergences
-from runs.pages.refusals import REFUSALS_READ, refusal_counts, refusal_rows
+from runs.pages.refusals import refusal_counts, run_refusal_groups
 
 log = logging.getLogger(__name__)
 # Record types after which divergences can change (rosters, transitions, spawns naming profiles).
@@ -48,49 +49,6 @@ def _task(run: Run) -> str:
 def _declared_profiles(run: Run) -> list[dict]:
     cs = run.capability_set if isinstance(run.capability_set, dict) else {}
     return [p for p in as_list(cs.get("agents")) if isinstance(p, dict)]
-
-
-def _refusals(run: Run, agents: list[Agent]) -> dict:
-    """{agent id: {operation: n}} over the first REFUSALS_READ failed calls and lines, matched as the
-    Refusals tab matches them (`runs.pages.refusals.refusal_counts`)."""
-    return refusal_counts(*refusal_rows(RefusalRow.objects.filter(run=run), REFUSALS_READ), agents)
-
-
-def _refusals_after(run: Run, agents: list[Agent], stored: dict, fresh: list) -> dict | None:
-    """The refusal counts after a chunk that stored the RefusalRows `fresh`, or None when they stand.
-
-    While neither kind of row outnumbers the roster's window, only the (agent, turn) groups the
-    chunk's rows fall in can change, and an agent's turns only grow: each agent's rows from its
-    earliest turn in the chunk are counted with and without the chunk, the difference applied to
-    `stored`. Past the window, the window is counted again (or not at all once it was full)."""
-    if not fresh:
-        return None
-    totals = RefusalRow.objects.filter(run=run).aggregate(
-        failed=Count("id", filter=Q(kind=RefusalRow.FAILED)), lines=Count("id", filter=Q(kind=RefusalRow.LINE)))
-    fresh_failed = sum(1 for r in fresh if r.kind == RefusalRow.FAILED)
-    if totals["failed"] - fresh_failed >= REFUSALS_READ and totals["lines"] - (len(fresh) - fresh_failed) >= REFUSALS_READ:
-        return None  # the window was full: rows after it change nothing
-    if totals["failed"] > REFUSALS_READ or totals["lines"] > REFUSALS_READ:
-        return _refusals(run, agents)
-    start = fresh[0].seq
-    first = {}  # agent -> its earliest turn among the chunk's rows (rows are in seq order)
-    for r in fresh:
-        first.setdefault(r.agent_id, r.turn)
-    groups = Q()
-    for agent_id, turn in first.items():
-        groups |= Q(agent_id=agent_id) & (Q(turn__gte=turn) if turn is not None else Q())
-    failed, lines = refusal_rows(RefusalRow.objects.filter(groups, run=run))
-    before = refusal_counts([r for r in failed if r[0] < start], [r for r in lines if r[0] < start], agents)
-    after = refusal_counts(failed, lines, agents)
-    out = {agent_id: dict(ops) for agent_id, ops in stored.items()}
-    for agent_id, ops in after.items():
-        mine = out.setdefault(agent_id, {})
-        for key, n in before.get(agent_id, {}).items():
-            mine[key] = mine.get(key, 0) - n
-        for key, n in ops.items():
-            mine[key] = mine.get(key, 0) + n
-        out[agent_id] = {key: n for key, n in mine.items() if n}
-    return out
 
 
 def _peaks_from_log(run: Run) -> dict:
@@ -166,9 +124,7 @@ def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None, peaks: d
             refusals=(), agents=None) -> RunFacts:
     """Fold `run`'s facts. With `chunk` (the write path's classified records of one append) and the
     RefusalRows it stored (`refusals`), the figures the chunk cannot have changed are kept from the
-    stored row, and the refusal counts are brought up to date from the chunk's rows
-    (`_refusals_after`); a chunk reporting an agent's surface counts them again (the names a refusal
-    line is read by are the surface's). A full fold takes the run's `peaks` from a caller that has
+    stored row; the refusal counts are read again when it stored any. A full fold takes the run's `peaks` from a caller that has
     just read the whole log (the rebuild, through `note_peaks`) rather than reading it again.
     `agents`: every Agent of the run as the fold just wrote them (read from the database without)."""
     facts = RunFacts.objects.filter(run=run).first()
@@ -184,11 +140,8 @@ def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None, peaks: d
     types = {c[0] for c in chunk} if not full else set()
     if full or types & DIVERGENCE_TYPES:
         facts.divergences = len(run_divergences(run, agents, run_holdings(run, agents)))
-    if full or ("agent_surface" in types and (refusals or facts.refusals_by_agent)):
-        counts = _refusals(run, agents)
-    else:
-        counts = _refusals_after(run, agents, facts.refusals_by_agent, refusals)
-    if counts is not None:
+    if full or refusals:
+        counts = refusal_counts(run_refusal_groups(run))
         facts.refusals_by_agent = counts
         facts.refusals = sum(n for ops in counts.values() for n in ops.values())
     if full:
@@ -300,6 +253,12 @@ def after_migrate(sender, plan=None, using=DEFAULT_DB_ALIAS, verbosity=1, **kwar
     executor = MigrationExecutor(connections[using])
     if executor.migration_plan(executor.loader.graph.leaf_nodes()):
         return
+    stale = list(fold_refusals.stale_runs())
+    for run in stale:  # before the facts: they read the roster
+        fold_refusals.refold(run)
+        refresh(run)
     count = catch_up()
+    if stale and verbosity:
+        print(f"  Matched the refusals of {len(stale)} run(s) stored before the fold matched them.")
     if count and verbosity:
         print(f"  Folded the runs list's facts of {count} run(s) that had none or were behind.")

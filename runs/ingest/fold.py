@@ -1,4 +1,4 @@
-"""The fold: gg records -> projection rows (Run rollups, Agent, ModuleStore, Holding, RefusalRow).
+"""The fold: gg records -> projection rows (Run rollups, Agent, ModuleStore, Holding, RefusalRow, RefusalGroup).
 
 `fold(run, rows)` is the one fold: the write path (`runs.ingest.writer`, once per appended chunk)
 and the rebuild (`runs.ingest.rebuild`, once per chunk of the stored log) both call it over typed
@@ -41,6 +41,8 @@ What is read, per spec/stream.md:
 * Message log (§4.14, §4.15, §7.6): each agent's pool and what each message cost while resident
   (`runs.ingest.fold_pool`).
 * Timeline: each agent's lane, closed turns, blocked waits and buckets (`runs.ingest.fold_spans`).
+* Refusals (§4.8, §5): each refused call matched to its call, with its figures per (agent, call
+  refused) (`runs.ingest.fold_refusals`).
 * Usage (§4.10, §4.11, §7.5): the sum of ``usage`` deltas, each token class null-aware, per run, per
   (profile, model) and per agent; ``slot_usage`` rollups kept apart (latest per key), never added.
 
@@ -52,8 +54,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from runs.ingest import fold_flush, fold_pool, fold_spans, fold_types
-from runs.models import Agent, ModuleStore, RefusalRow, Run
+from runs.ingest import fold_flush, fold_pool, fold_refusals, fold_spans, fold_types
+from runs.models import Agent, ModuleStore, Run
 from runs.stream import call_times
 from runs.stream.record import Decoded, as_list, as_text, parse_timestamp, roster_module_id
 from runs.stream.vocabulary import ID_MAX, STATE_KINDS
@@ -80,7 +82,7 @@ class FoldRow(NamedTuple):
 class Folded(NamedTuple):
     turns: list  # per row: the emitting agent's turn number at it (the Event.turn column), or None
     status_changed: bool  # the fold changed the run's status (the doorbell carries it)
-    refusals: list = []  # the RefusalRows the fold stored (the facts fold them on)
+    refusals: list = []  # the RefusalRows the fold stored (the facts read the roster again after any)
     call_ms: list = []  # per row: on a call's result, the call's milliseconds (the Event.call_ms column), or None
     agents: list | None = None  # every Agent of the run, as written, when the fold held them all (else None)
     pool: fold_pool.Pool | None = None  # the message pool as written, for the fold of the next chunk
@@ -94,33 +96,22 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=(), pool: fo
     into the run since."""
     projector = Projector(run, pool)
     projector.preload([r.event.record for r in rows if r.event.record is not None])
-    turns = [projector.apply(r.seq, r.event.type, r.event.record) for r in rows]
-    projector.refusal_rows = refusals = refusal_rows(run, rows, turns)
+    roster = fold_refusals.Roster(run)
+    turns = []
+    for r in rows:
+        turns.append(projector.apply(r.seq, r.event.type, r.event.record))
+        if r.event.type in fold_refusals.TYPES:  # read by the agent's surface as of this record
+            roster.note(r.seq, r.event, turns[-1], projector.agents.get(r.event.agent_id))
     call_ms = call_times.call_times(projector.agents, rows, turns)
     fold_spans.fold(run, rows, turns)
     fold_flush.flush(projector)
     projector.pool.flush()
+    refusals = roster.flush()
     if save_run:
         run.save(update_fields=RUN_PROJECTION_FIELDS + list(extra_run_fields))
     # A chunk usually names every agent of the run: its readers after the fold need not read them again.
     agents = list(projector.agents.values()) if len(projector.agents) == run.agent_count else None
     return Folded(turns, projector.status_changed, refusals, call_ms, agents, projector.pool)
-
-
-def refusal_rows(run: Run, rows, turns) -> list:
-    """The chunk's `RefusalRow`s: its failed api_results and its log lines whose message mentions a
-    refusal, with the turn the fold gave each."""
-    out = []
-    for (seq, e), turn in zip(rows, turns):
-        if e.type == "api_result" and e.ok is False:
-            out.append(RefusalRow(run=run, seq=seq, kind=RefusalRow.FAILED, agent_id=e.agent_id, turn=turn,
-                                  operation=e.operation, failure=e.failure))
-        elif e.type == "log" and e.record is not None:
-            message = e.record.get("message")
-            if isinstance(message, str) and "refused" in message:
-                out.append(RefusalRow(run=run, seq=seq, kind=RefusalRow.LINE, agent_id=e.agent_id, turn=turn,
-                                      message=message))
-    return out
 
 
 def reset_run(run: Run) -> None:
@@ -153,7 +144,6 @@ class Projector:
         self.dirty_store_kinds: set[str] = set()  # kind filled in (loaded stores only)
         self.rosters: dict[str, list[dict]] = {}  # agent_id -> agent_modules rows to write
         self.pred_links: dict[str, str] = {}  # successor agent_id -> predecessor agent_id
-        self.refusal_rows: list[RefusalRow] = []
         self.memory_revisions: list = []  # MemoryRevision rows to insert
         self.pool = pool.carry(run) if pool else fold_pool.Pool(run)  # the agents' message pools
         self.status_changed = False

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import connection, models
 
-from runs.models import Agent, Holding, MemoryRevision, ModuleStore, RefusalRow
+from runs.models import Agent, Holding, MemoryRevision, ModuleStore
 
 _AGENT_UPDATE_FIELDS = [
     f.name
@@ -76,8 +76,6 @@ def flush(p) -> None:
                 )
         Holding.objects.bulk_create(holdings)
 
-    if p.refusal_rows:
-        RefusalRow.objects.bulk_create(p.refusal_rows)
     if p.memory_revisions:
         MemoryRevision.objects.bulk_create(p.memory_revisions)
 
@@ -88,7 +86,6 @@ def flush(p) -> None:
     p.dirty_store_kinds.clear()
     p.rosters.clear()
     p.pred_links.clear()
-    p.refusal_rows = []
     p.memory_revisions = []
 
 

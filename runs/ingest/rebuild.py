@@ -9,7 +9,7 @@ from runs.ingest import fold_spans
 from runs.feed import checkpoints, doorbell, search
 from runs.ingest.fold import FoldRow, fold, reset_run
 from runs.ingest.fold_flush import update_rows
-from runs.models import Agent, Event, MemoryRevision, ModuleStore, PooledMessage, RefusalRow, RejectedLine, Run
+from runs.models import Agent, Event, MemoryRevision, ModuleStore, PooledMessage, RefusalGroup, RefusalRow, RejectedLine, Run
 from runs.stream.record import Decoded, RecordError, decode, loads_record
 
 REBUILD_CHUNK = 2000
@@ -54,6 +54,7 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
         Agent.objects.filter(run=run).delete()  # holdings cascade
         ModuleStore.objects.filter(run=run).delete()
         RefusalRow.objects.filter(run=run).delete()
+        RefusalGroup.objects.filter(run=run).delete()
         MemoryRevision.objects.filter(run=run).delete()
         PooledMessage.objects.filter(run=run).delete()
         fold_spans.forget(run)

@@ -16,6 +16,7 @@ from runs.models.memory import MemoryRevision  # noqa: F401  (its own module: th
 from runs.models.pool import PooledMessage  # noqa: F401  (likewise)
 from runs.models.saved import SavedConfiguration, SavedView  # noqa: F401  (likewise)
 from runs.models.timeline import TimelineBucket, TimelineLane, TurnSpan, WaitSpan  # noqa: F401  (likewise)
+from runs.models.refusals import RefusalGroup, RefusalRow  # noqa: F401  (likewise)
 
 
 class Run(models.Model):
@@ -287,26 +288,6 @@ class Event(models.Model):
 
     def __str__(self):
         return f"{self.run_id}#{self.seq} {self.type}"
-
-
-class RefusalRow(models.Model):
-    """What the Refusals roster reads of the log, kept by the fold: each failed api_result, and each
-    log line whose message mentions a refusal (gg's "refused before it ran" line or its suppressed
-    count). The roster and the runs list's refusal counts read this narrow table, never the log."""
-
-    FAILED, LINE = "failed", "line"
-
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="refusal_rows")
-    seq = models.PositiveBigIntegerField()
-    kind = models.CharField(max_length=8)  # failed | line
-    agent_id = models.CharField(max_length=200, blank=True)
-    turn = models.PositiveIntegerField(null=True)
-    operation = models.CharField(max_length=200, blank=True)  # a failed result's
-    failure = models.CharField(max_length=64, blank=True)  # a failed result's
-    message = models.TextField(blank=True)  # a line's
-
-    class Meta:
-        indexes = [models.Index(fields=["run", "kind", "seq"])]
 
 
 class FeedCheckpoint(models.Model):

@@ -17,7 +17,7 @@ from runs.stream.record import as_list, gg_record
 from runs.stream.prices import model_prices
 from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Holding, Run
-from runs.pages.common import (call_spelling, call_surface, calls_once, failed_calls, function_spelling, get_run,
+from runs.pages.common import (call_spelling, call_surface, calls_once, failed_calls, get_run,
                                run_agents, run_context, run_holdings, tool_keyed)
 from runs.pages.costs import agent_spend
 from runs.pages.divergences import run_divergences
@@ -28,7 +28,7 @@ from runs.pages.origins import error_turn_numbers
 from runs.pages.profiles import profile_rows
 from runs.pages.programs import agent_programs
 from runs.pages import material
-from surfaces.arms import ARMS, spell
+from surfaces.arms import ARMS, function_spelling, spell
 from surfaces.catalogue import ENDINGS, MODULES, MODULES_BY_ID, OPERATIONS, TOOLS
 
 # Bounded windows over the log (a page never reads more than this many rows of one kind).

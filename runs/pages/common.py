@@ -13,7 +13,7 @@ from runs.models import Agent, Holding, Run
 from runs.pages import run_selectors
 from runs.pages.costs import run_costs
 from runs.stream.vocabulary import TURN_ERROR_TYPE_LABELS, TURN_ERROR_TYPES
-from surfaces.arms import member_separator, spelling_for
+from surfaces.arms import spelling_for
 
 
 def run_context(run: Run, tab: str, **extra) -> dict:
@@ -68,11 +68,6 @@ def failed_calls(agent: Agent) -> int:
     """Failed calls on the agent's own surface (tools and APIs are never summed)."""
     surface = call_surface(agent)
     return sum((agent.api_failures if surface == "api" else agent.tool_failures).values())
-
-
-def function_spelling(api: dict, function: dict, language: str) -> str:
-    """A bound function as the agent's arm writes it: the module's path joined onto its name."""
-    return f"{api.get('path') or api.get('module') or ''}{member_separator(language)}{function.get('name') or ''}"
 
 
 def call_spelling(agent: Agent, operation: str) -> str:

@@ -21,7 +21,7 @@ from runs.pages import material, programs
 from runs.pages.events import clock, offset
 from runs.pages.common import run_context
 from runs.stream.record import gg_record
-from runs.pages.refusals import REFUSED_LINE
+from runs.stream.refusals import REFUSED_LINE
 
 def _messages(rows) -> dict:
     """The turn's request as the model was sent it: [{id, band, new, message}] in order, `defined`

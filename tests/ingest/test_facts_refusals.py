@@ -1,16 +1,19 @@
-"""The runs list's refusal counts, folded chunk by chunk from the RefusalRows each chunk stored, equal
-a full fold of the run's facts, whatever the chunking and on either side of the roster's window."""
+"""The run's refusal facts and the Refusals tab read one roster, the fold's (runs.ingest.fold_refusals):
+equal whatever the chunking, however far apart a run's refusals are, and equal to a rebuild."""
 
 import pytest
 
 from runs.ingest import facts as run_facts
+from runs.ingest import rebuild
 from runs.ingest import writer as ingest
-from runs.models import Run, RunFacts
-from runs.pages import refusals
+from runs.models import RefusalGroup, RefusalRow, Run, RunFacts
+from runs.pages.common import run_agents
+from runs.pages.refusals import run_refusals
 from tests.pages_helpers import synthetic_stream
+from tests.streams import projection_dump
 
 pytestmark = pytest.mark.django_db
-READ = refusals.REFUSALS_READ
+LINE = "the program's `{}` call was refused before it ran: {}"
 
 
 def _counts(run):
@@ -18,13 +21,19 @@ def _counts(run):
     return facts.refusals, facts.refusals_by_agent
 
 
+def _page(run) -> tuple[int, dict]:
+    """The Refusals tab's figures: its total, and per agent its groups' counts by operation (or name)."""
+    roster = run_refusals(run, run_agents(run))
+    return roster["refused"], {r["agent"].agent_id: {g["key"]: g["count"] for g in r["groups"]}
+                               for r in roster["agents"] if r["groups"]}
+
+
 def _late_surface(records):
     """The stream with a third agent whose refusal lines come before the surface naming its calls."""
-    line = ("the program's `gg.shell.shell` call was refused before it ran: not offered")
     late = [{"type": "agent_spawned", "agentId": "late", "profileId": "tool", "depth": 1},
             {"type": "turn_started", "agentId": "late"},
             {"type": "api_result", "agentId": "late", "operation": "shell.shell", "ok": False, "failure": "unavailable"},
-            {"type": "log", "agentId": "late", "level": "warn", "message": line},
+            {"type": "log", "agentId": "late", "level": "warn", "message": LINE.format("gg.shell.shell", "not offered")},
             {"type": "log", "agentId": "late", "level": "warn", "message": "3 further refused call(s) were not recorded"}]
     surface = {"type": "agent_surface", "agentId": "late", "executionMode": "responses_as_code", "tools": [],
                "programLanguage": "python", "apis": []}
@@ -33,15 +42,53 @@ def _late_surface(records):
 
 
 @pytest.mark.parametrize("chunk_lines", [3, 50, 2000])
-@pytest.mark.parametrize("window", [READ, 40])
-def test_refusal_counts_folded_chunk_by_chunk_equal_a_full_fold(chunk_lines, window, monkeypatch):
-    monkeypatch.setattr(refusals, "REFUSALS_READ", window)
-    monkeypatch.setattr(run_facts, "REFUSALS_READ", window)
+def test_refusal_counts_folded_chunk_by_chunk_equal_the_page_and_a_rebuild(chunk_lines):
     run = Run.objects.create(name="refusals")
     ingest.append(run, _late_surface(synthetic_stream(1200)), chunk_lines=chunk_lines)
-    incremental = _counts(run)
+    incremental, dump = _counts(run), projection_dump(run)
+    assert incremental == _page(run)
+    # Before the surface, gg's quoted name reads as no operation of the agent's: a call of its own.
+    assert incremental[1]["late"] == {"gg.shell.shell": 1, "shell.shell": 2}
+    assert incremental[0] > 100
     run_facts.refresh(Run.objects.get(pk=run.pk))
-    assert incremental == _counts(run)
-    assert incremental[0] >= 30  # not vacuous; past the small window, its first rows only
-    if window == READ:
-        assert incremental[0] > 40 and "late" in incremental[1]
+    assert _counts(run) == incremental
+    rebuild.rebuild_projections(run)
+    assert projection_dump(run) == dump and _counts(run) == incremental
+
+
+def _refusing(turn: int, op: str, failure: str, *, line_first: bool, message: str) -> list[dict]:
+    result = {"type": "api_result", "agentId": "root", "operation": op, "ok": False, "failure": failure}
+    line = {"type": "log", "agentId": "root", "level": "warn", "message": LINE.format(f"gg.{op}", message)}
+    return [line, result] if line_first else [result, line]
+
+
+@pytest.mark.parametrize("chunk_lines", [1, 7, 20_000])
+def test_refusals_far_apart_agree_between_the_facts_and_the_page(chunk_lines):
+    """Refusals more than 5,000 events apart (the facts once read a 5,000-row window): the run's
+    facts and the page count every one, each line matched to its result in either order, across
+    chunks, and a failed call no line names (not `unavailable`) counted nowhere."""
+    stream = synthetic_stream(8)  # its surface: root is a Python code agent
+    stream = [r for r in stream if r["type"] != "log"]
+    for turn in range(1, 4):
+        stream.append({"type": "turn_started", "agentId": "root"})
+        stream += _refusing(turn, "board.create_issue", "refused", line_first=turn % 2 == 1, message="read-only")
+        stream += _refusing(turn, "board.create_issue", "unavailable", line_first=False, message="not offered")
+        stream.append({"type": "api_result", "agentId": "root", "operation": "files.read_file", "ok": False,
+                       "failure": "not-found"})
+        stream.append({"type": "api_result", "agentId": "root", "operation": "shell.shell", "ok": False,
+                       "failure": "unavailable"})  # no line: still refused
+        stream += [{"type": "turn_started", "agentId": "t1"},
+                   *({"type": "tool_call", "agentId": "t1", "name": "read_file", "args": {}} for _ in range(6000))]
+    run = Run.objects.create(name="far-apart")
+    ingest.append(run, stream, chunk_lines=chunk_lines)
+    run = Run.objects.get(pk=run.pk)
+    assert run.last_seq > 18_000
+    want = {"root": {"board.create_issue": 6, "shell.shell": 3}}
+    assert _counts(run) == (9, want) and _page(run) == (9, want)
+    group = RefusalGroup.objects.get(run=run, key="board.create_issue")
+    assert group.failures == {"refused": 3, "unavailable": 3}
+    assert {m: n for m, (n, _) in group.messages.items()} == {"read-only": 3, "not offered": 3}
+    # Each call is one entry, linked to its failed result.
+    entries = RefusalRow.objects.filter(run=run, entry=True)
+    assert entries.count() == 9
+    assert not RefusalRow.objects.filter(run=run, kind=RefusalRow.LINE, partner__isnull=True).exists()

@@ -7,7 +7,7 @@ from tests.pages_helpers import get, load, rows
 
 pytestmark = pytest.mark.django_db
 
-QUERIES = 12  # the page's reads, the same for any roster
+QUERIES = 11  # the page's reads, the same for any roster
 
 
 def test_refusal_roster_per_agent_per_turn_with_cap_counts(viewer_client, run):
@@ -95,3 +95,31 @@ def test_the_roster_reads_the_same_few_rows_and_exact_counts_whatever_its_size(
     assert len(entries) == 2 * GROUP_ROWS_SHOWN  # each group's first rows, the rest counted
     assert f"… and {shell - GROUP_ROWS_SHOWN} more of this call" in html
     assert "earliest" not in html
+
+
+def test_a_groups_calls_page_on_by_seq_each_page_the_same_few_reads(viewer_client, django_assert_num_queries):
+    """The "Show more" row of a group reads its next calls after the last one shown (keyset): paging
+    on from the page visits each of the group's calls once, in order, every page the same reads."""
+    import re
+
+    from runs.ingest import writer as ingest
+    from runs.models import RefusalRow, Run
+    from runs.pages.refusals import GROUP_ROWS_SHOWN, PAGE_ROWS
+
+    run = Run.objects.create(name="paged")
+    ingest.append(run, _roster(7, 10))  # 70 shell refusals: the first few, then pages of PAGE_ROWS
+    html = get(viewer_client, "refusals", run.pk)
+    seen = [t for t, text in rows(html, "data-turn") if "gg.shell.shell" in text]
+    pages = 0
+    while m := re.search(r'hx-get="([^"]*key=shell.shell[^"]*)"', html):
+        url = m[1].replace("&amp;", "&")
+        with django_assert_num_queries(6):  # the session, the user, the run, the agent, the group, its page
+            response = viewer_client.get(url)
+        assert response.status_code == 200
+        html = response.content.decode()
+        seen += [t for t, _ in rows(html, "data-turn")]
+        pages += 1
+    assert pages == -(-(70 - GROUP_ROWS_SHOWN) // PAGE_ROWS) and len(seen) == 70
+    want = RefusalRow.objects.filter(run=run, key="shell.shell", entry=True).order_by("seq").values_list("turn", flat=True)
+    assert seen == [str(t) for t in want]
+    assert viewer_client.get(url.replace("key=shell.shell", "key=nothing")).status_code == 404
