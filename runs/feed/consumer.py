@@ -25,17 +25,13 @@ announces the run's last seq, at most once a second, and its end.
 import asyncio
 import json
 import logging
-import threading
-import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from html import escape
 from urllib.parse import parse_qs
 
-from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.db import connection
 
 from runs.feed import doorbell
 from runs.feed.doorbell import MESSAGE_TYPE, group_name
@@ -61,26 +57,6 @@ HEARTBEAT_HTML = "<!-- heartbeat -->"  # a message with no elements: htmx swaps 
 # by every socket of the process, each run's read queued behind every other run's (and behind the
 # connects' and the filters' queries), one at a time.
 READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="feed-read")
-# A reader keeps its database connection from one window to the next, for up to this long: opening
-# one per window (what CONN_MAX_AGE=0 and Channels' close_old_connections do) was a third of a
-# window's read on SQLite.
-READER_CONNECTION_SECONDS = 60
-_reader = threading.local()
-
-
-def on_reader(work):
-    """work() on a reader thread, on the connection that thread kept (a new one once it is
-    READER_CONNECTION_SECONDS old, or after a read that failed)."""
-    now = time.monotonic()
-    if now - getattr(_reader, "since", now) > READER_CONNECTION_SECONDS:
-        connection.close()
-    if connection.connection is None:
-        _reader.since = now
-    try:
-        return work()
-    except Exception:
-        connection.close()
-        raise
 
 
 class _Read:
@@ -136,7 +112,7 @@ class WindowCache:
             return read_window(run_pk, after, limit, state.copy() if state else None)
 
         try:
-            window, end = await sync_to_async(on_reader, thread_sensitive=False, executor=READERS)(work)
+            window, end = await database_sync_to_async(work, thread_sensitive=False, executor=READERS)()
         finally:
             del self.reads[key]
         if end is not None:
