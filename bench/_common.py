@@ -1,6 +1,11 @@
 """Helpers the bench/ scripts share: a fresh Django database (SQLite under var/bench/, or a uniquely
 named PostgreSQL database dropped at exit), and the one machine-readable line each script ends with
-(scripts/bench reads it into its table)."""
+(scripts/bench reads it into its table).
+
+Every bench runs the console as the product is served (scripts/serve): DEBUG off unless the caller's
+DJANGO_DEBUG says otherwise. DEBUG on would time Django's debug cursor too (on SQLite it quotes each
+query's parameters with one more query), and the Daphne and worker processes a bench starts inherit
+this process's environment."""
 
 import atexit
 import json
@@ -48,6 +53,7 @@ def fresh_django(name, database="sqlite", keep=False):
     var.mkdir(parents=True, exist_ok=keep)
     os.environ["GG_CONSOLE_VAR"] = str(var)
     os.environ["DJANGO_SETTINGS_MODULE"] = "gg_console.settings"
+    os.environ.setdefault("DJANGO_DEBUG", "0")  # as served; see the module's docstring
     os.environ.pop("DATABASE_URL", None)
     if database == "postgres":
         os.environ["DATABASE_URL"] = postgres_database(name)
