@@ -19,7 +19,6 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.models import F, Q
 from django.utils import timezone
 
-from runs.ingest import fold_refusals
 from runs.stream.record import as_list, as_text, gg_record
 from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Run, RunFacts
@@ -253,12 +252,6 @@ def after_migrate(sender, plan=None, using=DEFAULT_DB_ALIAS, verbosity=1, **kwar
     executor = MigrationExecutor(connections[using])
     if executor.migration_plan(executor.loader.graph.leaf_nodes()):
         return
-    stale = list(fold_refusals.stale_runs())
-    for run in stale:  # before the facts: they read the roster
-        fold_refusals.refold(run)
-        refresh(run)
     count = catch_up()
-    if stale and verbosity:
-        print(f"  Matched the refusals of {len(stale)} run(s) stored before the fold matched them.")
     if count and verbosity:
         print(f"  Folded the runs list's facts of {count} run(s) that had none or were behind.")

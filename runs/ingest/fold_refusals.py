@@ -21,14 +21,11 @@ from collections import deque
 from django.db.models import Q
 
 from runs.ingest.fold_flush import in_chunks, insert_rows, update_rows
-from runs.models import Agent, Event, RefusalGroup, RefusalRow, Run
-from runs.stream.record import Decoded, gg_record
+from runs.models import Agent, RefusalGroup, RefusalRow, Run
 from runs.stream.refusals import REFUSED_LINE, SUPPRESSED_LINE, names_to_operations
 from runs.stream.vocabulary import ID_MAX
 
 TYPES = frozenset({"api_result", "log"})
-STALE = "stale"  # the kind migration 0027 gave the rows stored before the fold matched them (`refold`)
-REFOLD_CHUNK = 5000
 UNAVAILABLE = "unavailable"  # gg's class for a call not offered to the agent: refused with or without a line
 _ROW_FIELDS = ["operation", "failure", "message", "written", "partner", "entry", "key"]
 _INSERT_FIELDS = ["seq", "kind", "agent_id", "turn", "suppressed", *_ROW_FIELDS]
@@ -209,29 +206,3 @@ def _name(kept: str, written: str) -> str:
     """The name a group is spelled by where its surface spells none: the least of gg's quotes of it,
     so that it does not depend on which of a chunk's rows came first."""
     return min(kept, written) if kept and written else kept or written
-
-
-def stale_runs():
-    """The runs whose refusal rows were stored before the fold matched refusals (migration 0027)."""
-    return Run.objects.filter(pk__in=RefusalRow.objects.filter(kind=STALE).values("run_id"))
-
-
-def refold(run: Run) -> None:
-    """The run's roster folded again from its stored `api_result` and `log` records, with the turns the
-    fold gave them (Event.turn), each line read by its agent's surface as it stands now (the log
-    holds it as it was; `rebuild_projections` reads that). For the runs `stale_runs` finds."""
-    RefusalRow.objects.filter(run=run).delete()
-    RefusalGroup.objects.filter(run=run).delete()
-    agents = {a.agent_id: a for a in Agent.objects.filter(run=run).only("agent_id", "apis", "program_language")}
-    roster, after = Roster(run), 0
-    while True:
-        events = list(Event.objects.filter(run=run, type__in=TYPES, seq__gt=after).order_by("seq").values_list(
-            "seq", "type", "agent_id", "turn", "operation", "ok", "failure", "raw")[:REFOLD_CHUNK])
-        if not events:
-            return
-        for seq, etype, agent_id, turn, operation, ok, failure, raw in events:
-            record = gg_record(raw) if etype == "log" else None
-            roster.note(seq, Decoded(etype, record, agent_id, "", operation, "", ok, failure), turn,
-                        agents.get(agent_id))
-        roster.flush()
-        after = events[-1][0]

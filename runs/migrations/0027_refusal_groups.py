@@ -4,13 +4,9 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
-def mark_stale(apps, schema_editor):
-    """Rows stored before the fold matched each refusal to its call: `migrate` folds their runs' roster
-    again once the schema is the latest (runs.ingest.facts.after_migrate, runs.ingest.fold_refusals.refold)."""
-    apps.get_model("runs", "RefusalRow").objects.update(kind="stale")
-
-
 class Migration(migrations.Migration):
+    """The rows stored before this migration were not matched or grouped: their runs are folded again
+    as an older fold's (0028 raises Run.FOLD_GENERATION)."""
 
     dependencies = [
         ('runs', '0026_timeline_run_indexes'),
@@ -75,5 +71,4 @@ class Migration(migrations.Migration):
             model_name='refusalgroup',
             constraint=models.UniqueConstraint(fields=('run', 'agent_id', 'key'), name='refusal_group_per_call'),
         ),
-        migrations.RunPython(mark_stale, migrations.RunPython.noop),
     ]

@@ -96,6 +96,7 @@ def test_a_run_an_older_fold_made_says_so_until_it_is_rebuilt(client, admin_user
 
     out = io.StringIO()
     call_command("bootstrap", stdout=out)
+    assert "Runs folded by an older console: rebuilding 1." in out.getvalue()
     assert f"{run.name}: rebuilt from" in out.getvalue() and fresh.name + ":" not in out.getvalue()
     run.refresh_from_db()
     assert not run.stale

@@ -10,7 +10,6 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from runs.ingest import services, writer
-from runs.ingest.rebuild import stale_runs
 from runs.engine.runner import start_run
 from runs.demo import DEMO_DIR
 from runs.management.commands.launch import launch_spec_file
@@ -38,9 +37,8 @@ class Command(BaseCommand):
                               "`manage.py changepassword admin` sets a new one).")
         if Run.objects.exists():
             self.stdout.write("Demo runs: skipped, the database already holds runs.")
-            if stale_runs():  # stored before this console's latest projection: folded again, once
-                self.stdout.write("Runs folded by an older console: rebuilding their projections.")
-                call_command("rebuild_projections", stale=True, stdout=self.stdout)
+            # Runs stored before this console's latest projection are folded again, once.
+            call_command("rebuild_projections", stale=True, stdout=self.stdout)
         else:
             for name, path in DEMO_STREAMS:
                 path = Path(path)

@@ -24,6 +24,8 @@ class Command(BaseCommand):
             runs = list(Run.objects.order_by("pk"))
         elif stale:
             runs = stale_runs()
+            if runs:  # silent when there are none: bootstrap asks at every start
+                self.stdout.write(f"Runs folded by an older console: rebuilding {len(runs)}.")
         elif run:
             target = run_resolve(run)
             if target is None:
