@@ -115,3 +115,28 @@ def synthetic_stream(n: int) -> list[dict]:
             {"type": "tool_result", "agentId": "t1", "parentAgentId": "root", "name": "read_file", "ok": True},
         ]
     return out[:n]
+
+
+def refusal_roster(turns: int, per_turn: int) -> list[dict]:
+    """A Python code agent refusing `per_turn` shell calls a turn (each a failed result and gg's
+    line, the message varying by turn parity), one denied board call a turn, gg's cap every 10th."""
+    apis = [{"module": "files", "path": "gg.files", "functions": [{"name": "read_file", "operation": "files.read_file"}]}]
+    out = [{"type": "session_started", "agentId": "root"},
+           {"type": "agent_spawned", "agentId": "root", "profileId": "root", "modelId": "m", "depth": 0},
+           {"type": "agent_surface", "agentId": "root", "executionMode": "responses_as_code", "tools": [],
+            "apis": apis, "programLanguage": "python", "docViewTypes": "return"}]
+    for turn in range(1, turns + 1):
+        out.append({"type": "turn_started", "agentId": "root"})
+        for _ in range(per_turn):
+            out += [{"type": "api_result", "agentId": "root", "operation": "shell.shell", "ok": False,
+                     "failure": "unavailable"},
+                    {"type": "log", "agentId": "root", "level": "warn", "message": "the program's `gg.shell.shell` "
+                     f"call was refused before it ran: {'not offered' if turn % 2 else 'no shell here'}"}]
+        out += [{"type": "api_result", "agentId": "root", "operation": "board.create_issue", "ok": False,
+                 "failure": "denied"},
+                {"type": "log", "agentId": "root", "level": "warn",
+                 "message": "the program's `gg.board.create_issue` call was refused before it ran: read-only"}]
+        if turn % 10 == 0:
+            out.append({"type": "log", "agentId": "root", "level": "warn",
+                        "message": "2 further refused call(s) were not recorded"})
+    return out

@@ -140,3 +140,44 @@ def test_a_live_pages_refresh_keeps_the_groups_the_operator_opened_and_closed(pa
     assert page.locator("details.refusal-agent").first.get_attribute("open") is None
     assert page.locator("details.refusal-group").first.get_attribute("open") is not None
     assert page.errors == [], page.errors
+
+
+def test_a_live_pages_refresh_keeps_the_rows_show_more_loaded_and_pages_on_past_new_ones(page, console_server, tmp_path):
+    from playwright.sync_api import expect
+
+    from tests.pages_helpers import refusal_roster
+
+    def write(turns):  # no session_ended: the run stays live
+        stream = tmp_path / f"roster-{turns}.ndjson"
+        stream.write_text("".join(json.dumps(r) + "\n" for r in refusal_roster(turns, 10)))
+        return stream
+
+    console_server.manage("ingest", write(7), "--run", "inspect-paged")  # 70 shell refusals
+    page.goto(f"{console_server.url}/runs/{run_pk(console_server, 'inspect-paged')}/refusals/")
+    group = page.locator("details.refusal-group[data-operation='shell.shell']")
+    shown = group.locator("tbody tr[data-turn]")
+    group.locator(":scope > summary").click()
+    expect(shown).to_have_count(5)
+    group.get_by_role("button", name="Show more").click()
+    expect(shown).to_have_count(25)
+    page.evaluate(AFTER_A_REFRESH)
+    expect(shown).to_have_count(25)  # not back to the first five
+    assert group.get_attribute("open") is not None
+    while group.get_by_role("button", name="Show more").count():
+        before = shown.count()
+        group.get_by_role("button", name="Show more").click()
+        expect(shown).not_to_have_count(before)
+    expect(shown).to_have_count(70)
+
+    # Re-importing the 8-turn stream stores only turn 8 (its 10 further shell refusals).
+    console_server.manage("ingest", write(8), "--run", "inspect-paged")
+    page.evaluate(AFTER_A_REFRESH)
+    expect(group.locator(":scope > summary .count")).to_have_text("80×")
+    expect(shown).to_have_count(70)
+    expect(group.locator("tr.more")).to_contain_text("… and 10 more of this call")
+    group.get_by_role("button", name="Show more").click()
+    expect(shown).to_have_count(80)
+    assert [int(t) for t in shown.evaluate_all("rows => rows.map(r => r.dataset.turn)")] == sorted(
+        t for t in range(1, 9) for _ in range(10))
+    shoot(page, "refusals-paged-live")
+    assert page.errors == [], page.errors

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from tests.pages_helpers import get, load, rows
+from tests.pages_helpers import get, load, refusal_roster, rows
 
 pytestmark = pytest.mark.django_db
 
@@ -44,31 +44,6 @@ def test_refusals_on_the_foundation_fixture(viewer_client):
     assert "1 further refused call not recorded" in agent0
 
 
-def _roster(turns: int, per_turn: int) -> list[dict]:
-    """A Python code agent refusing `per_turn` shell calls a turn (each a failed result and gg's
-    line, the message varying by turn parity), one denied board call a turn, gg's cap every 10th."""
-    apis = [{"module": "files", "path": "gg.files", "functions": [{"name": "read_file", "operation": "files.read_file"}]}]
-    out = [{"type": "session_started", "agentId": "root"},
-           {"type": "agent_spawned", "agentId": "root", "profileId": "root", "modelId": "m", "depth": 0},
-           {"type": "agent_surface", "agentId": "root", "executionMode": "responses_as_code", "tools": [],
-            "apis": apis, "programLanguage": "python", "docViewTypes": "return"}]
-    for turn in range(1, turns + 1):
-        out.append({"type": "turn_started", "agentId": "root"})
-        for _ in range(per_turn):
-            out += [{"type": "api_result", "agentId": "root", "operation": "shell.shell", "ok": False,
-                     "failure": "unavailable"},
-                    {"type": "log", "agentId": "root", "level": "warn", "message": "the program's `gg.shell.shell` "
-                     f"call was refused before it ran: {'not offered' if turn % 2 else 'no shell here'}"}]
-        out += [{"type": "api_result", "agentId": "root", "operation": "board.create_issue", "ok": False,
-                 "failure": "denied"},
-                {"type": "log", "agentId": "root", "level": "warn",
-                 "message": "the program's `gg.board.create_issue` call was refused before it ran: read-only"}]
-        if turn % 10 == 0:
-            out.append({"type": "log", "agentId": "root", "level": "warn",
-                        "message": "2 further refused call(s) were not recorded"})
-    return out
-
-
 @pytest.mark.parametrize("turns,per_turn", [(20, 2), (110, 50)])  # 40 and 5,500 shell refusals
 def test_the_roster_reads_the_same_few_rows_and_exact_counts_whatever_its_size(
         viewer_client, django_assert_num_queries, turns, per_turn):
@@ -77,7 +52,7 @@ def test_the_roster_reads_the_same_few_rows_and_exact_counts_whatever_its_size(
     from runs.pages.refusals import GROUP_ROWS_SHOWN
 
     run = Run.objects.create(name="roster")
-    ingest.append(run, _roster(turns, per_turn), chunk_lines=20_000)  # one chunk: one fold
+    ingest.append(run, refusal_roster(turns, per_turn), chunk_lines=20_000)  # one chunk: one fold
     viewer_client.get(reverse("runs:refusals", args=[run.pk]))  # the session's and the run's first reads
     with django_assert_num_queries(QUERIES):
         html = get(viewer_client, "refusals", run.pk)
@@ -107,7 +82,7 @@ def test_a_groups_calls_page_on_by_seq_each_page_the_same_few_reads(viewer_clien
     from runs.pages.refusals import GROUP_ROWS_SHOWN, PAGE_ROWS
 
     run = Run.objects.create(name="paged")
-    ingest.append(run, _roster(7, 10))  # 70 shell refusals: the first few, then pages of PAGE_ROWS
+    ingest.append(run, refusal_roster(7, 10))  # 70 shell refusals: the first few, then pages of PAGE_ROWS
     html = get(viewer_client, "refusals", run.pk)
     seen = [t for t, text in rows(html, "data-turn") if "gg.shell.shell" in text]
     pages = 0
