@@ -1,6 +1,6 @@
 """Helpers for tests that need stored runs: import a fixture stream, dump every projection row.
 
-    from tests.streams import import_stream, projection_dump, REAL_MOCK, STREAM_FIXTURES
+    from tests.streams import import_stream, projection_dump, settled_pool, REAL_MOCK, STREAM_FIXTURES
 """
 
 from pathlib import Path
@@ -9,6 +9,7 @@ from runs.ingest import writer as ingest
 from runs.models import (Agent, Event, Holding, MemoryRevision, ModuleStore, PooledMessage, RefusalGroup, RefusalRow,
                          RejectedLine, Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan)
 from runs.ingest.fold import RUN_PROJECTION_FIELDS
+from runs.stream.material import settle
 from tests.paths import GG_FIXTURES, STREAMS
 
 REAL_MOCK = GG_FIXTURES / "real-mock-session.ndjson"
@@ -94,3 +95,16 @@ def projection_dump(run: Run) -> dict:
         "refusal_rows": refusals,
         "refusal_groups": groups,
     }
+
+
+def settled_pool(run: Run) -> dict:
+    """{(agent id, message id): its PooledMessage with its bill (billed, cost, estimated, spans) up to
+    its agent's ledger head, as the pages read it}."""
+    heads = {a.agent_id: a.material.get("ledger") for a in Agent.objects.filter(run=run)}
+    out = {}
+    for m in PooledMessage.objects.filter(run=run):
+        m.billed, m.cost, m.estimated, m.spans = settle(
+            m.billed, m.cost, m.estimated, m.spans, m.weight,
+            (m.since_factor, m.since_cost, m.since_priced, m.since_estimated), heads[m.agent_id])
+        out[m.agent_id, m.message_id] = m
+    return out

@@ -183,7 +183,7 @@ class Projector:
             stores = ModuleStore.objects.filter(run=self.run).defer("snapshot")
             for s in fold_flush.in_chunks(stores, "module_id", module_ids):
                 self.stores[s.module_id] = s
-        self.pool.preload(records)
+        self.pool.preload(records, self.agents)
 
     def load_all_agents(self) -> None:
         if self._all_agents_loaded:

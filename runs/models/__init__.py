@@ -22,7 +22,9 @@ from runs.models.refusals import RefusalGroup, RefusalRow  # noqa: F401  (likewi
 class Run(models.Model):
     # The fold's generation: raised (with the migration the new default asks for) whenever a migration
     # adds or changes a projection, so a run folded before it reads as stale until it is rebuilt.
-    FOLD_GENERATION = 3  # 2: the Timeline's lanes, spans and buckets (0024); 3: refusals matched and grouped (0028)
+    # 2: the Timeline's lanes, spans and buckets (0024); 3: refusals matched and grouped (0028);
+    # 4: the message pool's ledger (0029)
+    FOLD_GENERATION = 4
 
     class Status(models.TextChoices):
         QUEUED = "queued"

@@ -19,12 +19,23 @@ class PooledMessage(models.Model):
     tool = models.CharField(max_length=200, blank=True)  # a tool message's: the call's name (its toolCallId's)
     tokens = models.BigIntegerField(null=True)  # its estimate; null: pointed to, never defined
     seq = models.PositiveBigIntegerField(null=True)  # its context_message
-    spans = models.JSONField(default=list)  # [[first, last]]: the runs of consecutive turns it was resident
-    billed = models.FloatField(default=0)  # input tokens billed to it, over every turn resident
-    cost = models.FloatField(null=True)  # their USD, over the turns whose input cost was known
-    estimated = models.BooleanField(default=False)  # some of `cost` priced from the model-price table
+    # Its bill until it last entered the window (runs.stream.material.settle adds what it was billed since
+    # while resident): `spans` [[first, last]], the runs of consecutive turns it was resident (a resident
+    # one's last run reaches its agent's latest prompt); `billed` the input tokens billed to it; `cost`
+    # their USD, over the turns whose input cost was known; `estimated`: some of it priced from the table.
+    spans = models.JSONField(default=list)
+    billed = models.FloatField(default=0)
+    cost = models.FloatField(null=True)
+    estimated = models.BooleanField(default=False)
+    # Resident (in its agent's latest prompt): its size times its pointers there, and its agent's ledger
+    # head (Agent.material["ledger"]) as it entered; null when not resident.
+    weight = models.FloatField(null=True)
+    since_factor = models.FloatField(null=True)
+    since_cost = models.FloatField(null=True)
+    since_priced = models.PositiveIntegerField(null=True)
+    since_estimated = models.PositiveIntegerField(null=True)
 
     class Meta:
         app_label = "runs"
+        # No index on billed: a resident row's bill is its column plus what its agent's head adds.
         constraints = [models.UniqueConstraint(fields=["run", "agent_id", "message_id"], name="pooled_message_per_agent")]
-        indexes = [models.Index(fields=["run", "agent_id", "billed"])]

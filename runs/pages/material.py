@@ -4,29 +4,48 @@ and the context graph's compaction markers and fullness meter (console.md §1.8)
 A turn's window is its `prompt`'s pointers, in order, joined to the agent's pool rows the fold keeps
 (runs.ingest.fold_pool): one query for the window, however long the run. Each item's share of the
 turn is split the way the fold billed it (runs.stream.material). The agent's costliest material is
-its pool rows ranked by billed tokens (an index read). Tests: tests/pages/test_message_log.py.
+its pool rows ranked by billed tokens, a resident row's with what its agent's ledger head adds
+(runs.stream.material.settle). Tests: tests/pages/test_message_log.py, test_material_figures.py.
 """
 
 from __future__ import annotations
 
+from django.db.models import F, FloatField, Value
+from django.db.models.functions import Coalesce
+
 from runs.models import Agent, Event, PooledMessage, Run
-from runs.stream.material import reported_input, resident_turns, split, turn_input_cost
+from runs.stream.material import reported_input, resident_turns, settle, split, turn_input_cost
 from runs.stream.prices import model_prices
 from runs.stream.record import as_list, gg_record
 from runs.stream.usage import num
 
 MATERIAL_SHOWN = 15  # the agent page's costliest items
 VIEWS_SHOWN = 10  # and its costliest views
-POOL_COLUMNS = ("message_id", "role", "label", "band", "tool", "tokens", "seq", "spans", "billed", "cost", "estimated")
+POOL_COLUMNS = ("message_id", "role", "label", "band", "tool", "tokens", "seq", "spans", "billed", "cost", "estimated",
+                "weight", "since_factor", "since_cost", "since_priced", "since_estimated")
 
 
-def _pool_row(values) -> dict:
+def _pool_row(values, head) -> dict:
+    """A pool row as a page shows it: its bill up to its agent's ledger `head`."""
     row = dict(zip(POOL_COLUMNS, values))
-    spans = row["spans"] or []
+    since = (row["since_factor"], row["since_cost"], row["since_priced"], row["since_estimated"])
+    row["billed"], row["cost"], row["estimated"], spans = settle(
+        row["billed"], row["cost"], row["estimated"], row["spans"] or [], row["weight"], since, head)
+    row["spans"] = spans
     row["arrived"] = spans[0][0] if spans else None
     row["resident"] = resident_turns(spans)
     row["billed"] = round(row["billed"])  # a share of whole tokens; the fraction is noise on a page
     return row
+
+
+def pooled(run: Run, agent: Agent):
+    """The agent's pool rows (a queryset) with `billed_now`: `billed` with what the ledger head adds to
+    a resident row, computed as `settle` computes it."""
+    head = (agent.material or {}).get("ledger")
+    now = F("billed")
+    if head:
+        now = now + Coalesce(F("weight") * (Value(head["factor"], FloatField()) - F("since_factor")), Value(0.0))
+    return PooledMessage.objects.filter(run=run, agent_id=agent.agent_id).annotate(billed_now=now)
 
 
 def turn_window(run: Run, agent: Agent, n: int, prompt: dict, defined: dict) -> dict:
@@ -38,8 +57,9 @@ def turn_window(run: Run, agent: Agent, n: int, prompt: dict, defined: dict) -> 
     rows = {}
     ids = sorted({p["id"] for p in pointers})
     pool = PooledMessage.objects.filter(run=run, agent_id=agent.agent_id).values_list(*POOL_COLUMNS)
+    head = (agent.material or {}).get("ledger")
     for i in range(0, len(ids), 500):  # a long window in a few queries, never one per item
-        rows.update((m[0], _pool_row(m)) for m in pool.filter(message_id__in=ids[i:i + 500]))
+        rows.update((m[0], _pool_row(m, head)) for m in pool.filter(message_id__in=ids[i:i + 500]))
     tokens = prompt.get("tokens")
     reported = reported_input(tokens)
     sizes = [rows.get(p["id"], {}).get("tokens") for p in pointers]
@@ -65,8 +85,9 @@ def agent_material(run: Run, agent: Agent) -> dict:
     VIEWS_SHOWN costliest views by billed tokens, and its MATERIAL_SHOWN costliest pool items (by
     billed tokens, the residency bill)."""
     totals = dict(agent.material or {})
-    top = [_pool_row(v) for v in PooledMessage.objects.filter(run=run, agent_id=agent.agent_id, billed__gt=0)
-           .order_by("-billed", "message_id").values_list(*POOL_COLUMNS)[:MATERIAL_SHOWN]]
+    head = totals.get("ledger")
+    top = [_pool_row(v, head) for v in pooled(run, agent).filter(billed_now__gt=0)
+           .order_by("-billed_now", "message_id").values_list(*POOL_COLUMNS)[:MATERIAL_SHOWN]]
     billed = totals.get("billed") or 0
     totals["billed"] = round(billed)
     totals["other_views"] = round(totals.get("other_views") or 0)

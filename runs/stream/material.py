@@ -5,12 +5,24 @@ message stays resident: gg bills residency, not arrival. Only input is attribute
 
 The fold bills each window as it arrives (runs.ingest.fold_pool); the turn page splits one turn the
 same way. Pure functions, no database.
+
+A message's share of a prompt is its size times one factor per prompt (`factor`), so while it stays in
+consecutive prompts its bill is its size times the sum of their factors: the fold keeps, per agent, a
+ledger head of those running sums (`HEAD`) and, on a resident message, the head as it entered
+(`settle` adds what it has been billed since).
 """
 
 from __future__ import annotations
 
+from math import isfinite
+
 from runs.stream.prices import price_tokens
-from runs.stream.usage import num
+from runs.stream.usage import num, plus
+
+# An agent's ledger head: the sums over its prompts so far of the size factor and of the cost factor
+# (priced prompts only), how many prompts were priced and how many of those estimated, and the turn
+# of its latest prompt.
+HEAD = {"factor": 0.0, "cost": 0.0, "priced": 0, "estimated": 0, "turn": None}
 
 
 def reported_input(tokens) -> float | None:
@@ -52,6 +64,30 @@ def split(sizes: list, reported: float | None) -> tuple[list[float], float]:
     if not whole:
         return [0.0] * len(sizes), float(reported)
     return [reported * s / whole for s in known], 0.0
+
+
+def factor(reported: float | None, known: float) -> float:
+    """What `split` bills an item per token of its size (`known`: the sum of the items' sizes): its
+    share is its size times this."""
+    if reported is None:
+        return 1.0
+    return reported / known if known else 0.0
+
+
+def settle(billed, cost, estimated, spans, weight, since, head):
+    """(billed, cost, estimated, spans) of a message with what it was billed from the ledger head
+    `since` (as it entered: [factor, cost, priced, estimated]) to `head`, its weight (its size times
+    its pointers in each of those prompts) billed each; a message not resident (weight None) as is."""
+    if weight is None:
+        return billed, cost, estimated, spans
+    if isfinite(total := billed + weight * (head["factor"] - since[0])):
+        billed = total
+    if head["priced"] > since[2]:
+        cost = plus(cost or 0, weight * (head["cost"] - since[1]))
+    estimated = estimated or head["estimated"] > since[3]
+    if spans and spans[-1][1] < head["turn"]:
+        spans = [*spans[:-1], [spans[-1][0], head["turn"]]]
+    return billed, cost, estimated, spans
 
 
 def enter(spans: list, turn: int) -> bool:

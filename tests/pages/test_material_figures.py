@@ -16,11 +16,11 @@ from django.urls import reverse
 
 from runs.ingest import rebuild
 from runs.ingest import writer as ingest
-from runs.models import Agent, PooledMessage, Run
+from runs.models import Agent, Run
 from runs.pages.material import agent_material
 from tests.pages_helpers import rows
 from tests.paths import TESTS
-from tests.streams import projection_dump
+from tests.streams import projection_dump, settled_pool
 
 pytestmark = pytest.mark.django_db
 
@@ -89,7 +89,7 @@ def bills(run) -> dict:
     """Every pooled message's whole residency bill: an undefined one has cost 0.0 (not None) once a
     priced turn pointed at it, and can be estimated."""
     return {f"{m.agent_id} {m.message_id}": [_rounded(m.billed), _rounded(m.cost), m.estimated, m.spans]
-            for m in PooledMessage.objects.filter(run=run)}
+            for m in settled_pool(run).values()}
 
 
 def figures(client, run) -> dict:

@@ -12,7 +12,7 @@ from runs.ingest import rebuild
 from runs.ingest import writer as ingest
 from runs.models import Agent, PooledMessage, Run
 from tests.pages_helpers import rows
-from tests.streams import REAL_MOCK, import_stream, projection_dump
+from tests.streams import REAL_MOCK, import_stream, projection_dump, settled_pool
 
 pytestmark = pytest.mark.django_db
 
@@ -78,7 +78,7 @@ def folded(records, name="messages", chunk_lines=3):
 
 
 def pool(run):
-    return {m.message_id: m for m in PooledMessage.objects.filter(run=run)}
+    return {mid: m for (_, mid), m in settled_pool(run).items()}
 
 
 def test_each_item_is_billed_its_share_of_every_turn_it_stays_resident(priced):
