@@ -37,8 +37,10 @@ def run_holdings(run: Run, agents: list[Agent] | None = None) -> list[Holding]:
     holdings = Holding.objects.filter(agent__run=run).order_by("agent__first_seq", "position")
     if agents is None:
         return list(holdings.select_related("agent"))
+    # A live run's engine may store an agent and its roster between the two reads: its rows belong
+    # to the next read of the page, not to this one (whose agents do not include it).
     by_pk = {a.pk: a for a in agents}
-    out = list(holdings)
+    out = [h for h in holdings if h.agent_id in by_pk]
     for h in out:
         h.agent = by_pk[h.agent_id]
     return out

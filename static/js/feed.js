@@ -134,16 +134,28 @@
   }
 
   // A page of rows over HTTP (params on top of the filter in the URL), handed to `use`; the
-  // indicator says "loading history" until it is in the window.
+  // indicator says "loading history" until it is in the window. A read the server could not answer
+  // (it is restarting, or failed) is tried again, the note saying why: a feed whose first read
+  // failed would otherwise never open its socket. A refusal (a jump past the run) is only shown.
   function page(params, use) {
     var u = new URL(rowsUrl);
     Object.keys(params).forEach(function (k) { u.searchParams.set(k, params[k]); });
     loading++;
     settle();
     fetch(u, {credentials: "same-origin", headers: {Accept: "application/json"}})
-      .then(function (r) { return r.json().then(function (body) { if (!r.ok) throw new Error(body.error || r.statusText); return body; }); })
-      .then(use)
-      .catch(function (err) { note.textContent = err.message; })
+      .then(function (r) {
+        return r.json().catch(function () { return {}; }).then(function (body) {
+          if (r.ok) return body;
+          var err = new Error(body.error || "Reading rows failed: the server answered " + r.status + " " + r.statusText + ".");
+          err.again = r.status >= 500;
+          throw err;
+        });
+      }, function () { var err = new Error("Reading rows failed: the server did not answer."); err.again = true; throw err; })
+      .then(function (body) { note.textContent = ""; use(body); })
+      .catch(function (err) {
+        note.textContent = err.message + (err.again ? " Trying again in 2 s." : "");
+        if (err.again) setTimeout(function () { page(params, use); }, 2000);
+      })
       .finally(function () { loading--; settle(); });
   }
   function fill(p) {

@@ -141,3 +141,26 @@ def test_live_feed_in_order_spelled_resumes_after_a_drop_and_escapes(page, conso
     assert page.inner_text(f"{ROWS}:last-child .feed-detail") == "Session ended: completed."
     assert "every stored record has been read" in page.inner_text("#feed-end")
     assert page.errors == []
+
+
+def test_a_first_read_the_server_fails_is_tried_again_and_the_feed_goes_live(page, console_server):
+    pk = post(console_server, f"e2e-retry-{uuid.uuid4().hex[:8]}", [log("before the failure")])["run"]
+    failed = []
+
+    def fail_once(route):
+        if failed:
+            return route.continue_()
+        failed.append(route.request.url)
+        route.fulfill(status=500, content_type="text/html", body="<h1>Server Error (500)</h1>")
+
+    page.route("**/feed/rows*", fail_once)
+    page.goto(f"{console_server.url}/runs/{pk}/feed/")
+    page.wait_for_function("document.getElementById('feed-note').textContent.includes('Trying again')")
+    assert page.inner_text("#feed-note") == "Reading rows failed: the server answered 500 Internal Server Error. Trying again in 2 s."
+    assert page.locator(ROWS).count() == 0
+    wait_state(page, "live")  # the second read filled the window and opened the socket
+    assert page.inner_text("#feed-note") == ""
+    post(console_server, pk, [log("after the retry")])
+    wait_rows(page, 2)
+    assert [r[2] for r in rendered(page)] == ["before the failure", "after the retry"]
+    assert len(failed) == 1 and page.errors == []

@@ -144,3 +144,17 @@ def test_a_run_without_rosters_shows_no_divergence(viewer_client):
     html = get(viewer_client, "divergences", mock.pk)
     assert 'id="no-rosters"' in html and 'id="divergence-badge"' not in html
     assert 'data-divergence=' not in get(viewer_client, "divergences", legacy.pk)
+
+
+def test_an_agent_stored_between_the_pages_two_reads_waits_for_the_next_read():
+    # A live run's engine stores a subagent and its roster after the page has read the agents and
+    # before it reads the holdings (the feed page of a launched run answered 500 on it).
+    run = Run.objects.create(name="between-reads")
+    ingest.append(run, [{"type": "session_started", "agentId": "root"}]
+                  + spawn("root", "lead", [memories("memories-0", "created")]))
+    agents = run_agents(run)
+    ingest.append(run, spawn("a1", "helper", [memories("memories-1", "created", "inherited")], parent="root"))
+    held = run_holdings(run, agents)
+    assert [(h.agent.agent_id, h.module_id) for h in held] == [("root", "memories-0")]
+    assert [(h.agent.agent_id, h.module_id) for h in run_holdings(run, run_agents(run))] == [
+        ("root", "memories-0"), ("a1", "memories-1")]
