@@ -56,7 +56,8 @@ def test_the_agent_page_pages_back_through_programs_in_bounded_queries(viewer_cl
         assert page_queries == queries
         pages.append(page)
     shown = [[int(t) for t in TURN.findall(p)] for p in pages]  # each page oldest first, the latest page first
-    assert shown == [list(range(71, 121)), list(range(21, 71)), list(range(1, 21))]
+    n = PROGRAMS_SHOWN
+    assert shown == [list(range(n + 21, 2 * n + 21)), list(range(21, n + 21)), list(range(1, 21))]
     assert 'href="?#programs">the latest</a>' in pages[-1]
 
 
