@@ -87,10 +87,9 @@ def lanes_data(run: Run, start=None, end=None):
     scale = WIDTH / max(hi - lo, 1e-3)
     a, z = t0 + lo, t0 + hi  # the window in the tables' ms
 
-    def tick(agent_id, ms, failed):
+    def tick(ticks, ms, failed):  # into a lane's ticks
         column = floor((ms - a) * scale + 0.5)  # rounded, as a tick
         if 0 <= column <= WIDTH:
-            ticks = lanes[agent_id]["ticks"]
             ticks[column] = ticks.get(column, False) or failed
 
     def turn(agent_id, first, to, begun, until, error, turns=1):
@@ -109,13 +108,10 @@ def lanes_data(run: Run, start=None, end=None):
                 "tick_lo", "tick_hi", "fail_lo", "fail_hi"):
             if n:
                 turn(agent_id, first_turn, last_turn, begun, until, error, n)
-            failed = marks[2] is not None
-            ticks = lanes[agent_id]["ticks"]
+            failed, ticks = marks[2] is not None, lanes[agent_id]["ticks"]
             for ms in marks:  # a bucket's first and last call and failure; red if any failed (it is a pixel or two)
                 if ms is not None:
-                    column = floor((ms - a) * scale + 0.5)  # tick(), inlined: four a bucket, thousands of buckets
-                    if 0 <= column <= WIDTH:
-                        ticks[column] = ticks.get(column, False) or failed
+                    tick(ticks, ms, failed)
         a_read = first * width  # turns begun before the first bucket read
     else:
         for agent_id, n, begun, until, error, ticks in (spans.filter(start_ms__gte=a, start_ms__lte=z)
@@ -123,7 +119,7 @@ def lanes_data(run: Run, start=None, end=None):
             if n:
                 turn(agent_id, n, n, begun, until, error)
             for ms, failed in read_ticks(ticks):
-                tick(agent_id, ms, failed)
+                tick(lanes[agent_id]["ticks"], ms, failed)
         a_read = a
     if lo > 0:  # the turn each lane was in when the window opens (an agent's turns follow one another)
         latest = spans.filter(agent_id=OuterRef("agent_id"), start_ms__lt=a_read).order_by("-start_ms").values("pk")[:1]
@@ -136,12 +132,12 @@ def lanes_data(run: Run, start=None, end=None):
             if n:
                 turn(agent_id, n, n, begun, until, error)
             for ms, failed in read_ticks(ticks) if not dense else ():
-                tick(agent_id, ms, failed)
+                tick(lanes[agent_id]["ticks"], ms, failed)
     for row in rows:  # the open turn (its calls are in the buckets already)
         if row.turn and row.start_ms is not None and row.start_ms <= z and row.open_end() >= a:
             turn(row.agent_id, row.turn, row.turn, row.start_ms, row.open_end(), row.error)
         for ms, failed in read_ticks(row.ticks) if not dense else ():
-            tick(row.agent_id, ms, failed)
+            tick(lanes[row.agent_id]["ticks"], ms, failed)
         if row.blocked_ms is not None:
             lanes[row.agent_id]["waits"].append((row.blocked_ms - t0, None))  # still blocked: to the end of the run
     for agent_id, since, until in WaitSpan.objects.filter(run=run, start_ms__lte=z, end_ms__gte=a).values_list(
