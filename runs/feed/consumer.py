@@ -33,7 +33,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from runs.feed import doorbell
+from runs.feed import doorbell, search
 from runs.feed.doorbell import MESSAGE_TYPE, group_name
 from runs.feed.filters import FeedFilter
 from runs.feed.html import render_rows
@@ -152,7 +152,10 @@ def run_ending(run_pk):
 
 
 def matching_seqs(run_pk, flt, after, upto):
-    return set(Event.objects.filter(flt.events(run_pk), seq__gt=after, seq__lte=upto).values_list("seq", flat=True))
+    seqs = set(Event.objects.filter(flt.events(run_pk, words=False), seq__gt=after, seq__lte=upto).values_list("seq", flat=True))
+    if flt.q:  # the index, asked for this window's seqs only
+        seqs.intersection_update(search.matching_seqs(run_pk, flt.q, after=after, before=upto + 1))
+    return seqs
 
 
 class FeedConsumer(AsyncWebsocketConsumer):

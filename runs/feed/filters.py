@@ -66,8 +66,14 @@ class FeedFilter:
         pairs = [(f, getattr(self, f)) for f in FIELDS if getattr(self, f)]
         return urlencode([(f, "1" if v is True else v) for f, v in pairs])
 
-    def events(self, run_pk) -> Q:
-        """A Q over one run's Event rows: every event whose row may match (more is fine, never fewer)."""
+    @property
+    def words_only(self):
+        """Only words to search for: the index alone says which events match."""
+        return bool(self.q) and not (self.agent or self.kind or self.op or self.failed)
+
+    def events(self, run_pk, *, words=True) -> Q:
+        """A Q over one run's Event rows: every event whose row may match (more is fine, never fewer);
+        without the words (`q`) when `words` is false (a reader that asks the index itself)."""
         where = Q(run_id=run_pk)
         if self.agent:
             where &= Q(agent_id=self.agent)
@@ -80,7 +86,7 @@ class FeedFilter:
         if self.failed:
             # A program stored before its ok was a column has none until the run is rebuilt.
             where &= Q(ok=False) | Q(type__in=FAIL_TYPES) | Q(type="code_execution", ok__isnull=True)
-        matching = search.matching_seqs_sql(run_pk, self.q)
+        matching = search.matching_seqs_sql(run_pk, self.q) if words else None
         if matching is not None:
             where &= Q(seq__in=RawSQL(*matching))
         return where

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from django.db.models import Case, Q, TextField, Value, When
 
+from runs.feed import search
 from runs.feed.html import row_html
 from runs.feed.state import BRACKET_TYPES, FOLDED_RECORDS, Ev, FeedState
 from runs.feed.windows import WINDOW_CHARS, FeedRenderer, row_chars
@@ -92,7 +93,7 @@ def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
     forward = after is not None
     end = run["last_seq"]  # read first: everything up to it is committed
     cursor = after if forward else (end + 1 if before is None else before)
-    where = flt.events(run_pk)
+    where = flt.events(run_pk)  # (with other fields, the words narrow the events in the same query)
     multi_from = _multi_from(run_pk) if flt.active else None
     chunk = FILTERED_CHUNK if flt.active else CHUNK
     out, scanned, more = [], 0, False
@@ -100,18 +101,21 @@ def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
         if scanned >= SCAN_LIMIT:
             more = True
             break
-        events = _events(where, after=cursor, limit=chunk) if forward else _events(where, before=cursor, limit=chunk)
-        if not events:
-            break
-        scanned += len(events)
-        found = render(run_pk, events, flt, multi_from)
-        if forward:
-            out += found
-            cursor = events[-1].seq
+        bound = {"after": cursor} if forward else {"before": cursor}
+        if flt.words_only:  # the index leads, a chunk of its matches at a time (each one an event)
+            hits = search.matching_seqs(run_pk, flt.q, limit=chunk, newest_first=not forward, **bound)
+            events = _events(Q(run_id=run_pk, seq__in=hits), limit=chunk, **bound) if hits else []
+            read, edge = len(hits), hits[-1] if hits else None
         else:
-            out = found + out
-            cursor = events[0].seq
-        if len(events) < chunk:
+            events = _events(where, limit=chunk, **bound)
+            read, edge = len(events), (events[-1].seq if forward else events[0].seq) if events else None
+        if not read:
+            break
+        scanned += read
+        found = render(run_pk, events, flt, multi_from) if events else []
+        out = out + found if forward else found + out
+        cursor = edge
+        if read < chunk:
             break
     else:
         more = True

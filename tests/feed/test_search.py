@@ -3,7 +3,6 @@ string values, never by a key; what an operator types is words, never query synt
 delete keep the index in step with the log."""
 
 import pytest
-from django.db import connection
 
 from runs.feed import search
 from runs.ingest import rebuild, services
@@ -14,10 +13,7 @@ pytestmark = pytest.mark.django_db
 
 
 def found(run, words):
-    sql, params = search.matching_seqs_sql(run.pk, words)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return sorted(seq for (seq,) in cursor.fetchall())
+    return sorted(search.matching_seqs(run.pk, words))
 
 
 def test_a_record_is_found_by_the_words_of_its_values_in_its_own_run_only():
@@ -34,14 +30,14 @@ def test_a_record_is_found_by_the_words_of_its_values_in_its_own_run_only():
     assert found(run, "script") == [2]
     assert found(run, "agentId type message") == []  # keys are not text
     assert found(other, "zebra") == [1]
-    assert search.matching_seqs_sql(run.pk, "   ") is None
+    assert search.matching_seqs(run.pk, "   ") is None
 
 
 @pytest.mark.parametrize("typed", ['"', 'zebra"', "zebra OR nothing", "NEAR(zebra", "zeb*", "-zebra", "^zebra", "a:b", "(((", "\x00"])
 def test_anything_typed_is_words_never_a_syntax_error(typed):
     run = Run.objects.create(name="s")
     append(run, [{"type": "log", "message": "the zebra crossed"}])
-    assert isinstance(found(run, typed), list) if search.words(typed) else search.matching_seqs_sql(run.pk, typed) is None
+    assert isinstance(found(run, typed), list) if search.words(typed) else search.matching_seqs(run.pk, typed) is None
 
 
 def test_lines_are_indexed_as_stored_and_rebuild_and_delete_follow_the_log():
@@ -68,3 +64,14 @@ def test_rebuild_leaves_the_index_exactly_the_log_s_whatever_it_held():
     assert found(run, "alpha") == [1] and found(run, "beta") == [2]
     assert found(run, "gamma") == [] and found(run, "delta") == []
     assert found(other, "alpha") == [1]
+
+
+def test_the_index_answers_a_range_of_seqs_in_order_a_chunk_at_a_time():
+    run, other = Run.objects.create(name="range"), Run.objects.create(name="other")
+    append(run, [{"type": "log", "message": f"kiwi {i}" if i % 2 else "plum"} for i in range(1, 13)])
+    append(other, [{"type": "log", "message": "kiwi"}] * 3)
+    assert search.matching_seqs(run.pk, "kiwi") == [1, 3, 5, 7, 9, 11]
+    assert search.matching_seqs(run.pk, "kiwi", before=10, limit=3, newest_first=True) == [9, 7, 5]
+    assert search.matching_seqs(run.pk, "kiwi", after=3, limit=2) == [5, 7]
+    assert search.matching_seqs(run.pk, "kiwi", after=3, before=9) == [5, 7]
+    assert search.matching_seqs(run.pk, "kiwi", after=11) == [] and search.matching_seqs(other.pk, "kiwi") == [1, 2, 3]

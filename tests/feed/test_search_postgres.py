@@ -24,10 +24,7 @@ from runs.ingest.writer import append, append_lines
 from runs.models import Run
 
 def found(run, words):
-    sql, params = search.matching_seqs_sql(run.pk, words)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return sorted(seq for (seq,) in cursor.fetchall())
+    return sorted(search.matching_seqs(run.pk, words))
 
 def page_seqs(run, q, **where):
     return [int(s) for s in re.findall(r'data-seq="(\d+)"', history.page(run.pk, FeedFilter(q=q), **where).html)]

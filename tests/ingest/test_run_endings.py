@@ -4,7 +4,6 @@ interrupted-run sweep says why."""
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
 from django.urls import reverse
 
 from runs.feed import search
@@ -20,10 +19,7 @@ PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\
 
 
 def _search(run, words):
-    sql, params = search.matching_seqs_sql(run.pk, words)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return sorted(seq for (seq,) in cursor.fetchall())
+    return sorted(search.matching_seqs(run.pk, words))
 
 
 def test_run_delete_takes_events_projections_and_index_and_leaves_other_runs(operator):
