@@ -134,27 +134,30 @@
   }
 
   // A page of rows over HTTP (params on top of the filter in the URL), handed to `use`; the
-  // indicator says "loading history" until it is in the window. A read the server could not answer
-  // (it is restarting, or failed) is tried again, the note saying why: a feed whose first read
-  // failed would otherwise never open its socket. A refusal (a jump past the run) is only shown.
-  function page(params, use) {
+  // indicator says "loading history" until it is in the window. A read that opens the window
+  // (`again`: the first one, a jump, the end) is tried again while the server cannot answer it (it
+  // is restarting, or failed), the note saying why: a feed whose first read failed would otherwise
+  // never open its socket. Scrolling reads only say so (the next scroll asks again).
+  function page(params, use, again) {
     var u = new URL(rowsUrl);
     Object.keys(params).forEach(function (k) { u.searchParams.set(k, params[k]); });
     loading++;
     settle();
     fetch(u, {credentials: "same-origin", headers: {Accept: "application/json"}})
       .then(function (r) {
-        return r.json().catch(function () { return {}; }).then(function (body) {
-          if (r.ok) return body;
-          var err = new Error(body.error || "Reading rows failed: the server answered " + r.status + " " + r.statusText + ".");
+        return r.json().catch(function () { return null; }).then(function (body) {
+          if (r.ok && body) return body;
+          var err = new Error((body && body.error) || (r.ok ? "Reading rows failed: the answer was not rows (signed out? reload the page)."
+            : "Reading rows failed: the server answered " + r.status + " " + r.statusText + "."));
           err.again = r.status >= 500;
           throw err;
         });
       }, function () { var err = new Error("Reading rows failed: the server did not answer."); err.again = true; throw err; })
       .then(function (body) { note.textContent = ""; use(body); })
       .catch(function (err) {
-        note.textContent = err.message + (err.again ? " Trying again in 2 s." : "");
-        if (err.again) setTimeout(function () { page(params, use); }, 2000);
+        var retry = again && err.again;
+        note.textContent = err.message + (retry ? " Trying again in 2 s." : "");
+        if (retry) setTimeout(function () { page(params, use, again); }, 2000);
       })
       .finally(function () { loading--; settle(); });
   }
@@ -219,10 +222,10 @@
     else if ((m = /^(?:seq|#)?\s*(\d+)$/i.exec(to))) params = {seq: m[1]};
     else if (/^\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?$|T/.test(to)) params = {time: to};
     else { note.textContent = "Jump to a seq (1200), a turn (turn 5) or a time (12:03:04)."; return; }
-    page(params, function (p) { start(p, true); });
+    page(params, function (p) { start(p, true); }, true);
   });
   document.getElementById("feed-to-end").addEventListener("click", function () {
-    page({}, function (p) { start(p, false); });
+    page({}, function (p) { start(p, false); }, true);
   });
 
   var at = JSON.parse(document.getElementById("feed-jump-at").textContent);
@@ -231,8 +234,8 @@
       start(p, true);
       var target = rows.firstElementChild;
       if (target && at.seq && seqOf(target) === Number(at.seq)) target.classList.add("feed-target");
-    });
+    }, true);
   } else {
-    page({}, function (p) { start(p, false); });
+    page({}, function (p) { start(p, false); }, true);
   }
 })();
