@@ -93,7 +93,7 @@ def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
     forward = after is not None
     end = run["last_seq"]  # read first: everything up to it is committed
     cursor = after if forward else (end + 1 if before is None else before)
-    where = flt.events(run_pk)  # (with other fields, the words narrow the events in the same query)
+    where = flt.events(run_pk)  # words with other fields: narrowed in the same query
     multi_from = _multi_from(run_pk) if flt.active else None
     chunk = FILTERED_CHUNK if flt.active else CHUNK
     out, scanned, more = [], 0, False

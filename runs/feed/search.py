@@ -161,32 +161,35 @@ def words(query: str) -> list[str]:
     return [w for w in (query or "").replace("\x00", " ").split() if w][:16]
 
 
-def matching_seqs_sql(run_pk, query: str, *, after=0, before=None, limit=None, newest_first=False):
+def matching_seqs_sql(run_pk, query: str, *, after=0, before=None, order=None, limit=None):
     """(sql, params) selecting the seqs of run `run_pk` between `after` and `before` (exclusive;
-    None: the end) whose record holds every word of `query`, in seq order (newest first when
-    asked), at most `limit` of them; None when the query has no words. A subquery for
-    ``seq__in``, or run by `matching_seqs`."""
+    None: the end) whose record holds every word of `query`, in `order` of seq ("ASC", "DESC";
+    None: any, as a subquery for ``seq__in`` wants), at most `limit` of them; None when the query
+    has no words."""
     terms = words(query)
     if not terms:
         return None
-    order = f" ORDER BY {{}} {'DESC' if newest_first else 'ASC'}" + (f" LIMIT {int(limit)}" if limit is not None else "")
+
+    def tail(column):
+        return (f" ORDER BY {column} {order}" if order else "") + (f" LIMIT {int(limit)}" if limit is not None else "")
+
     if connection.vendor == "postgresql":
         tsquery = " & ".join(f"'{w}'" for w in lexemes(" ".join(terms)).split())  # no quote in a word
         upper = " AND seq < %s" if before is not None else ""
         return (f"SELECT seq FROM runs_event_search WHERE run_id = %s AND doc @@ %s::tsquery AND seq > %s{upper}"
-                + order.format("seq"), [int(run_pk), tsquery, int(after), *([int(before)] if before is not None else [])])
+                + tail("seq"), [int(run_pk), tsquery, int(after), *([int(before)] if before is not None else [])])
     phrase = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
     upper = _key(run_pk, before) if before is not None else _key(int(run_pk) + 1, 0)
     return (f"SELECT rowid - {_key(run_pk, 0)} FROM runs_event_fts WHERE runs_event_fts MATCH %s AND rowid > %s"
-            " AND rowid < %s" + order.format("rowid"), [phrase, _key(run_pk, after), upper])
+            " AND rowid < %s" + tail("rowid"), [phrase, _key(run_pk, after), upper])
 
 
-def matching_seqs(run_pk, query: str, **bounds):
-    """The seqs `matching_seqs_sql` selects, as a list (None when the query has no words). The
-    bounds and the limit go to the index, which reads its matches in seq order and stops there: a
-    common word matched 168,000 records of the 1M-event run, and reading them all to show its last
-    hundred took 40 ms."""
-    found = matching_seqs_sql(run_pk, query, **bounds)
+def matching_seqs(run_pk, query: str, *, newest_first=False, **bounds):
+    """The seqs `matching_seqs_sql` selects, as a list in seq order (newest first when asked; None
+    when the query has no words). The bounds and the limit go to the index, which reads its matches
+    in seq order and stops there: a common word matched 168,000 records of the 1M-event run, and
+    reading them all to show its last hundred took 40 ms."""
+    found = matching_seqs_sql(run_pk, query, order="DESC" if newest_first else "ASC", **bounds)
     if found is None:
         return None
     with connection.cursor() as cursor:
