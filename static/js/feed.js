@@ -17,12 +17,18 @@
   var ws = null, opened = false, retry = 1000, loading = 0, paused = false, held = 0, drops = 0;
 
   function header() { if (window.ggRunHeader) window.ggRunHeader.refresh(); }
+  document.addEventListener("gg:run-header", function () { settle(); });
   function show(s, text) { state.dataset.state = s; state.textContent = text || s; }
   function settle() {
     if (loading) return show("loading", "loading history");
     if (ended) return show(ended.status === "interrupted" ? "interrupted" : "ended",
       ended.status === "interrupted" ? "interrupted" + (ended.reason ? " — " + ended.reason : "") : "ended (" + ended.status + ")");
-    if (ws && ws.readyState === WebSocket.OPEN) return show("live", following ? "live" : "live (reading back)");
+    if (ws && ws.readyState === WebSocket.OPEN) {
+      // Connected, but the run has sent nothing for a while: the header says since when.
+      var status = document.getElementById("run-status");
+      if (status && status.textContent.trim() === "stale") return show("stale", "connected — no record for a while");
+      return show("live", following ? "live" : "live (reading back)");
+    }
     if (!opened) return show("loading", "loading history");  // the first connect, not a reconnect
     show("reconnecting", "reconnecting");
   }

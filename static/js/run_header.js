@@ -16,7 +16,9 @@
       var t = document.createElement("template");
       t.innerHTML = html;
       var fresh = t.content.getElementById("run-frame");
-      if (fresh) frame().replaceWith(fresh);
+      if (!fresh) return;
+      frame().replaceWith(fresh);
+      document.dispatchEvent(new CustomEvent("gg:run-header"));  // the feed's indicator reads the status
     }).catch(function () {});
   }
   function refresh() {

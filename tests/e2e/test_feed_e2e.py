@@ -164,3 +164,22 @@ def test_a_first_read_the_server_fails_is_tried_again_and_the_feed_goes_live(pag
     wait_rows(page, 2)
     assert [r[2] for r in rendered(page)] == ["before the failure", "after the retry"]
     assert len(failed) == 1 and page.errors == []
+
+
+def test_a_stale_run_says_so_on_the_feed_indicator_until_a_record_arrives(page, console_server):
+    started = {"agentId": "root", "type": "session_started"}
+    pk = post(console_server, f"e2e-stale-{uuid.uuid4().hex[:8]}", [started, log("before the silence")])["run"]
+    # Nothing arrived for an hour: the header reads "stale" and the open socket is not "live".
+    console_server.manage("shell", "-c", (
+        "from datetime import timedelta; from django.utils import timezone; from runs.models import Event, Run; "
+        f"hour = timezone.now() - timedelta(hours=1); Run.objects.filter(pk={pk}).update(created_at=hour); "
+        f"Event.objects.filter(run_id={pk}).update(received_at=hour)"))
+    page.goto(f"{console_server.url}/runs/{pk}/feed/")
+    wait_state(page, "stale")
+    assert page.inner_text("#run-status") == "stale"
+    assert page.inner_text("#feed-state") == "connected — no record for a while"
+
+    post(console_server, pk, [log("after the silence")])
+    wait_state(page, "live")
+    assert page.inner_text("#run-status") == "running"
+    assert page.inner_text("#feed-rows .feed-row:last-child .feed-detail") == "after the silence"
