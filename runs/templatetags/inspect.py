@@ -3,7 +3,9 @@ operation's reference entry, and the stacked turn-timing bars."""
 
 from django import template
 from django.urls import reverse
+from django.utils.html import escape
 from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
 
 from runs.access import turn_url
 from surfaces.arms import LANGUAGES
@@ -72,17 +74,22 @@ def timing_chart(run_pk, agent_id, timings):
     turns = timings["turns"]
     width = max(4, min(28, 900 // max(len(turns), 1)))
     peak = timings["peak"] or 1
-    bars = []
+    bar_width, markup = max(width - 2, 2), []
+    # A rect per phase per turn: markup built here, each value escaped once (as the context chart's).
     for i, t in enumerate(turns):
-        y, rects = TIMING_HEIGHT, []
+        x, y, rects = i * width, TIMING_HEIGHT, []
+        title = [f"turn {t['turn'] or '—'}: {ms(t['timing']['total'])}"]
         for name, value in t["timing"]["phases"]:
+            title.append(f"{name} {ms(value)}")
             h = value * TIMING_HEIGHT / peak
             y -= h
             if h > 0:
-                rects.append({"phase": name, "ms": value, "y": round(y, 2), "h": round(h, 2), "colour": PHASE_COLOURS[name]})
-        bars.append({"x": i * width, "turn": t["turn"], "total": t["timing"]["total"], "rects": rects,
-                     "phases": t["timing"]["phases"], "href": turn_url(run_pk, agent_id, t["turn"])})
-    return {"bars": bars, "width": max(width - 2, 2), "height": TIMING_HEIGHT, "svg_width": max(len(turns) * width, 1),
+                rects.append(f'<rect x="{x}" y="{round(y, 2)}" width="{bar_width}" height="{round(h, 2)}" '
+                             f'fill="{PHASE_COLOURS[name]}" data-phase="{escape(name)}"></rect>')
+        markup.append(f'<a href="{escape(turn_url(run_pk, agent_id, t["turn"]))}"><g class="bar" data-turn="{t["turn"]}">'
+                      f'<title>{escape(chr(10).join(title))}</title><rect x="{x}" y="0" width="{bar_width}" '
+                      f'height="{TIMING_HEIGHT}" fill="transparent"></rect>{"".join(rects)}</g></a>\n    ')
+    return {"bars": mark_safe("".join(markup)), "height": TIMING_HEIGHT, "svg_width": max(len(turns) * width, 1),
             "peak": peak, "legend": list(PHASE_COLOURS.items())}
 
 

@@ -4,11 +4,14 @@ chart (inline SVG)."""
 import json
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from runs.access import agent_url, store_url as _store_url
 from runs.pages.divergences import divergence_count as _divergence_count
 from runs.pages.common import error_record
 from runs.stream.record import as_list
+from runs.stream.usage import format_tokens
 
 register = template.Library()
 
@@ -50,20 +53,25 @@ def context_chart(context):
     limit = max((t["window"] for t in turns if t["window"]), default=None)
     top = _nice(max(peak, limit) if limit and limit <= 2 * peak else peak)
     scale = CHART_HEIGHT / top
-    bars = []
+    bar_width = width - BAR_GAP if width > 4 else width
+    bars, markup = [], []
+    # The bars are the chart's bulk (a rect per band per turn): markup built here, each value escaped
+    # once, rather than a template node per value.
     for i, turn in enumerate(turns):
-        y = CHART_TOP + CHART_HEIGHT
+        x, y = AXIS_LEFT + i * (width + BAR_GAP), CHART_TOP + CHART_HEIGHT
+        bars.append({"x": x, "turn": turn["turn"]})
+        title = [f"turn {turn['turn'] or '—'}: {format_tokens(turn['total'])} tokens"
+                 + (f" of {format_tokens(turn['window'])}" if turn["window"] else "")]
         rects = []
         for band, tokens in turn["bands"]:
             h = tokens * scale
             y -= h
-            rects.append({"band": band, "tokens": tokens, "y": round(y, 2), "h": round(h, 2),
-                          "colour": BAND_COLOURS.get(band, "#bbbbbb")})
-        bars.append({"x": AXIS_LEFT + i * (width + BAR_GAP), "turn": turn["turn"], "total": turn["total"],
-                     "window": turn["window"], "rects": rects})
+            title.append(f"{band} {format_tokens(tokens)}")
+            rects.append(f'<rect x="{x}" y="{round(y, 2)}" width="{bar_width}" height="{round(h, 2)}" '
+                         f'fill="{BAND_COLOURS.get(band, "#bbbbbb")}" data-band="{escape(band)}"></rect>')
+        markup.append(f'<g class="bar" data-turn="{turn["turn"]}"><title>{escape(chr(10).join(title))}</title>{"".join(rects)}</g>\n    ')
     widest = max((len(str(t["turn"])) for t in turns), default=1)
     every = -(-max(26, 7 * widest + 6) // (width + BAR_GAP))  # a turn label every ~26 px, more for long numbers
-    bar_width = width - BAR_GAP if width > 4 else width
     shown = list(range(0, len(bars), every))
     if bars and shown[-1] != len(bars) - 1:  # the latest turn is always labelled; the label before it yields
         shown[-1 if len(shown) > 1 else len(shown):] = [len(bars) - 1]
@@ -79,7 +87,7 @@ def context_chart(context):
     limit_line = None
     if limit and limit <= top:
         limit_line = {"y": round(CHART_TOP + CHART_HEIGHT - limit * scale, 2), "value": limit}
-    return {"bars": bars, "width": bar_width, "height": CHART_TOP + CHART_HEIGHT + AXIS_BOTTOM,
+    return {"bars": mark_safe("".join(markup)), "height": CHART_TOP + CHART_HEIGHT + AXIS_BOTTOM,
             "svg_width": AXIS_LEFT + plot_width + 8, "plot_left": AXIS_LEFT, "plot_right": AXIS_LEFT + plot_width,
             "plot_top": CHART_TOP, "plot_bottom": CHART_TOP + CHART_HEIGHT, "label_y": CHART_TOP + CHART_HEIGHT + 14,
             "ticks": ticks, "labels": labels, "limit_line": limit_line, "markers": markers,

@@ -170,3 +170,20 @@ def test_dot_segment_agent_ids_get_no_link_the_browser_would_rewrite(viewer_clie
     assert f'{base}x/turns/1/' in pages["feed_rows"].content.decode()  # a linkable id keeps its turn link
     for seq in range(1, len(records) + 1):
         assert viewer_client.get(reverse("runs:event", args=(run.pk, seq))).status_code == 200, seq
+
+
+def test_a_band_named_like_markup_stays_text_in_the_agent_pages_charts(viewer_client):
+    # The context and timing charts are built as markup in Python (runs/templatetags): every value
+    # from the stream is escaped there.
+    run = Run.objects.create(name="bands")
+    ingest.append(run, [
+        {"type": "turn_started", "agentId": "root"},
+        {"type": "context_breakdown", "agentId": "root", "totalTokens": 30, "windowLimit": 100,
+         "bySource": [{"source": "<img src=x onerror=alert(1)>", "tokens": 20}, {"source": "system", "tokens": 10}]},
+        {"type": "turn_timing", "agentId": "root", "promptMs": 5, "requestMs": 20, "responseMs": 1},
+    ])
+    html = viewer_client.get(reverse("runs:agent", args=(run.pk, "root"))).content.decode()
+    assert "<img src=x" not in html
+    assert 'data-band="&lt;img src=x onerror=alert(1)&gt;"' in html
+    assert "turn 1: 30 tokens of 100\nsystem 10\n&lt;img src=x onerror=alert(1)&gt; 20</title>" in html
+    assert "turn 1: 26 ms\nprompt 5.0 ms\nrequest 20 ms\nresponse 1.0 ms</title>" in html
