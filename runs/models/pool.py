@@ -37,5 +37,9 @@ class PooledMessage(models.Model):
 
     class Meta:
         app_label = "runs"
-        # No index on billed: a resident row's bill is its column plus what its agent's head adds.
         constraints = [models.UniqueConstraint(fields=["run", "agent_id", "message_id"], name="pooled_message_per_agent")]
+        # An agent's costliest material (runs.pages.material): its settled rows by bill, and apart
+        # the few resident ones, whose bill is their column plus what their agent's head adds.
+        indexes = [models.Index(fields=["run", "agent_id", "-billed", "message_id"], name="pooled_message_by_bill"),
+                   models.Index(fields=["run", "agent_id"], condition=models.Q(weight__isnull=False),
+                                name="pooled_message_resident")]

@@ -10,9 +10,6 @@ its pool rows ranked by billed tokens, a resident row's with what its agent's le
 
 from __future__ import annotations
 
-from django.db.models import F, FloatField, Value
-from django.db.models.functions import Coalesce
-
 from runs.models import Agent, Event, PooledMessage, Run
 from runs.stream.material import reported_input, resident_turns, settle, split, turn_input_cost
 from runs.stream.prices import model_prices
@@ -36,16 +33,6 @@ def _pool_row(values, head) -> dict:
     row["resident"] = resident_turns(spans)
     row["billed"] = round(row["billed"])  # a share of whole tokens; the fraction is noise on a page
     return row
-
-
-def pooled(run: Run, agent: Agent):
-    """The agent's pool rows (a queryset) with `billed_now`: `billed` with what the ledger head adds to
-    a resident row, computed as `settle` computes it."""
-    head = (agent.material or {}).get("ledger")
-    now = F("billed")
-    if head:
-        now = now + Coalesce(F("weight") * (Value(head["factor"], FloatField()) - F("since_factor")), Value(0.0))
-    return PooledMessage.objects.filter(run=run, agent_id=agent.agent_id).annotate(billed_now=now)
 
 
 def turn_window(run: Run, agent: Agent, n: int, prompt: dict, defined: dict) -> dict:
@@ -86,8 +73,13 @@ def agent_material(run: Run, agent: Agent) -> dict:
     billed tokens, the residency bill)."""
     totals = dict(agent.material or {})
     head = totals.get("ledger")
-    top = [_pool_row(v, head) for v in pooled(run, agent).filter(billed_now__gt=0)
-           .order_by("-billed_now", "message_id").values_list(*POOL_COLUMNS)[:MATERIAL_SHOWN]]
+    # A settled row's bill is its column (read by the index on it); a resident one's grows with the
+    # ledger head, so those few (the latest window's) are settled here and ranked with them.
+    rows = PooledMessage.objects.filter(run=run, agent_id=agent.agent_id)
+    settled = rows.filter(weight__isnull=True, billed__gt=0).order_by("-billed", "message_id")[:MATERIAL_SHOWN]
+    resident = [_pool_row(v, head) for v in rows.filter(weight__isnull=False).values_list(*POOL_COLUMNS)]
+    top = sorted([_pool_row(v, head) for v in settled.values_list(*POOL_COLUMNS)] + [r for r in resident if r["billed"] > 0],
+                 key=lambda r: (-r["billed"], r["message_id"]))[:MATERIAL_SHOWN]
     billed = totals.get("billed") or 0
     totals["billed"] = round(billed)
     totals["other_views"] = round(totals.get("other_views") or 0)
