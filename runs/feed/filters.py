@@ -30,9 +30,9 @@ KIND_TYPES = {
     "output": ("code_execution",),
     "system": ("host:system",),
 }
-# Where a failed row (tone "fail") can come from besides a result or a program with ok false (a
-# turn_outcome drives panels: its row is raw, never failed).
-FAIL_TYPES = ("log", "session_ended", "host:system")
+# Where a failed row (tone "fail") can come from besides a result, a program or an error log with ok
+# false (a turn_outcome drives panels: its row is raw, never failed).
+FAIL_TYPES = ("session_ended", "host:system")
 
 FIELDS = ("agent", "kind", "op", "failed", "q")
 
@@ -84,8 +84,9 @@ class FeedFilter:
         if self.op:
             where &= Q(operation=self.op) | Q(tool_name=self.op)
         if self.failed:
-            # A program stored before its ok was a column has none until the run is rebuilt.
-            where &= Q(ok=False) | Q(type__in=FAIL_TYPES) | Q(type="code_execution", ok__isnull=True)
+            # A program or a log stored before its ok was a column has none until the run is rebuilt.
+            where &= (Q(ok=False) | Q(type__in=FAIL_TYPES)
+                      | Q(type__in=("code_execution", "log"), ok__isnull=True))
         matching = search.matching_seqs_sql(run_pk, self.q) if words else None
         if matching is not None:
             where &= Q(seq__in=RawSQL(*matching))

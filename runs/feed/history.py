@@ -24,9 +24,11 @@ from runs.models import Agent, Event, Run
 
 PAGE_ROWS = 100
 CHUNK = 500  # events read per query
-# A filtered chunk folds in the brackets between its first and last match: fewer matches a chunk
-# keep that span short when they are sparse (an exact filter, failed only, fills a page from one).
-FILTERED_CHUNK = 2 * PAGE_ROWS
+# A filtered chunk folds in the brackets between its first and last match: it asks for as many
+# matches as should give the rows the page still needs at the share of matches that made rows so
+# far (a chunk reading past the page's last row folds a longer span for nothing), from FILTERED_MIN
+# to FILTERED_MAX.
+FILTERED_MIN, FILTERED_MAX = 25, 2 * PAGE_ROWS
 SCAN_LIMIT = 20_000  # events one request looks at, at most
 STATE_TYPES = ("agent_surface", "session_started")
 TOOL_TYPES = ("tool_call", "tool_result")
@@ -95,12 +97,12 @@ def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
     cursor = after if forward else (end + 1 if before is None else before)
     where = flt.events(run_pk)  # words with other fields: narrowed in the same query
     multi_from = _multi_from(run_pk) if flt.active else None
-    chunk = FILTERED_CHUNK if flt.active else CHUNK
     out, scanned, more = [], 0, False
     while len(out) < rows:
         if scanned >= SCAN_LIMIT:
             more = True
             break
+        chunk = min(_filtered_chunk(rows - len(out), scanned, len(out), bool(flt.q)) if flt.active else CHUNK, SCAN_LIMIT - scanned)
         bound = {"after": cursor} if forward else {"before": cursor}
         if flt.words_only:  # the index leads, a chunk of its matches at a time (each one an event)
             hits = search.matching_seqs(run_pk, flt.q, limit=chunk, newest_first=not forward, **bound)
@@ -135,6 +137,16 @@ def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
         lo, hi = (cursor if more else 0), (end if before is None else before - 1)
         more_before, more_after = more, before is not None and before <= end
     return Page("".join(map(row_html, out)), len(out), lo, hi, more_before, more_after, end, run["status"])
+
+
+def _filtered_chunk(needed, scanned, found, words):
+    """Matches to read for `needed` more rows, when `scanned` matches made `found` rows so far.
+    With words, always the most: each read asks the index again (a common word matches a large
+    share of the run), which costs more than a longer span folded."""
+    if words:
+        return FILTERED_MAX
+    guess = needed * scanned // found if found else (FILTERED_MAX if scanned else needed)
+    return max(FILTERED_MIN, min(FILTERED_MAX, guess))
 
 
 def _fitting(rows):

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 
 from runs.stream.usage import format_tokens
-from runs.stream.record import clock
+from runs.stream.record import clock, log_level
 
 ARGS_LIMIT = 160  # compact JSON arguments, as gg's console cuts them
 
@@ -148,7 +148,7 @@ def _legacy_spelling(rec):
 
 
 def _log(ctx, ev, rec):
-    level = str(rec.get("level") or "info")
+    level = log_level(rec)
     tone = {"error": "fail", "warn": "warn", "warning": "warn"}.get(level, "system")
     return ctx.row(ev, "log", level, str(rec.get("message", "")), tone)
 

@@ -212,6 +212,8 @@ def decode(obj: dict) -> Decoded:
         return Decoded(etype, rec, agent_id, timestamp, tool_name=as_text(rec.get("name")))
     if etype == "code_execution":  # its ok: the feed's failed-only filter finds failed programs by it
         return Decoded(etype, rec, agent_id, timestamp, ok=_ok(rec))
+    if etype == "log":  # ok false at level "error" (a failed row): the failed-only filter reads it
+        return Decoded(etype, rec, agent_id, timestamp, ok=log_level(rec) != "error")
     if etype == "tool_result":
         return Decoded(etype, rec, agent_id, timestamp, tool_name=as_text(rec.get("name")), ok=_ok(rec),
                        failure=failure_class(rec))
@@ -268,6 +270,11 @@ def json_kind(value) -> str:
     if isinstance(value, dict):
         return "object"
     return type(value).__name__
+
+
+def log_level(rec: dict) -> str:
+    """A `log` record's level ("info" when it names none)."""
+    return str(rec.get("level") or "info")
 
 
 def _ok(rec: dict):

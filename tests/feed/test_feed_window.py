@@ -97,7 +97,8 @@ FILTERS = [
 @pytest.mark.parametrize("flt", FILTERS, ids=lambda f: f.query() or "all")
 def test_pages_walk_the_run_both_ways_and_filter_like_a_full_render(run, flt, monkeypatch):
     monkeypatch.setattr(history, "CHUNK", 37)  # several chunks per page, pages cut inside chunks
-    monkeypatch.setattr(history, "FILTERED_CHUNK", 23)
+    monkeypatch.setattr(history, "FILTERED_MIN", 4)  # filtered pages of 11 rows read in chunks too
+    monkeypatch.setattr(history, "FILTERED_MAX", 23)
     full = every_row(run)
     wanted = [r.seq for r in full if flt.keeps(r)]
     if flt.op:
@@ -123,8 +124,7 @@ def test_a_filtered_page_shows_rows_as_the_unfiltered_feed_does(run):
 def test_a_sparse_filter_stops_at_the_scan_limit_and_says_there_is_more(run, monkeypatch):
     flt = FeedFilter(failed=True)
     unlimited = walk_back(run, flt, rows=50)
-    monkeypatch.setattr(history, "FILTERED_CHUNK", 20)
-    monkeypatch.setattr(history, "SCAN_LIMIT", 40)
+    monkeypatch.setattr(history, "SCAN_LIMIT", 40)  # the page's first chunk stops there too
     p = history.page(run.pk, flt)
     assert p.more_before and p.rows < 50
     assert walk_back(run, flt, rows=50) == unlimited  # the rest is a scroll further away
@@ -209,19 +209,35 @@ def test_a_jump_to_a_turn_seeks_the_turns_first_turn_started_off_its_index(run):
     assert "event_turn_started" in plan
 
 
-def test_failed_only_reads_the_failing_records_and_finds_a_program_stored_before_its_ok_column():
+def test_failed_only_reads_the_failing_records_and_finds_a_program_or_log_stored_before_its_ok_column():
     run = Run.objects.create(name="programs")
     append(run, [{"type": "session_started"},
                  *({"agentId": "root", "type": "code_execution", "ok": i != 7, "logs": [f"p{i}"],
                     **({} if i != 7 else {"error": "KeyError: 'b'"})} for i in range(10)),
                  {"agentId": "root", "type": "turn_outcome", "outcome": "error"},
-                 {"agentId": "root", "type": "api_result", "operation": "files.read_file", "ok": False}])
+                 {"agentId": "root", "type": "api_result", "operation": "files.read_file", "ok": False},
+                 *({"agentId": "root", "type": "log", "level": level, "message": level} for level in ("info", "warn", "error"))])
     flt = FeedFilter(failed=True)
-    # Only the failed program and the failed call: no program that ran, no turn outcome.
-    assert list(Event.objects.filter(flt.events(run.pk)).values_list("seq", flat=True)) == [9, 13]
-    assert row_seqs(history.page(run.pk, flt).html) == [9, 13]
+    # Only the failed program, the failed call and the error log: no program that ran, no turn
+    # outcome, no other log (a run's many info logs are not read to be dropped).
+    assert list(Event.objects.filter(flt.events(run.pk)).values_list("seq", flat=True)) == [9, 13, 16]
+    assert row_seqs(history.page(run.pk, flt).html) == [9, 13, 16]
 
-    Event.objects.filter(run=run, type="code_execution").update(ok=None)  # as stored before the column
-    assert row_seqs(history.page(run.pk, flt).html) == [9, 13]
+    # As stored before the column held a program's or a log's ok: still found, and a rebuild sets it.
+    Event.objects.filter(run=run, type__in=("code_execution", "log")).update(ok=None)
+    assert row_seqs(history.page(run.pk, flt).html) == [9, 13, 16]
     rebuild_projections(run)
-    assert list(Event.objects.filter(flt.events(run.pk)).values_list("seq", flat=True)) == [9, 13]
+    assert list(Event.objects.filter(flt.events(run.pk)).values_list("seq", flat=True)) == [9, 13, 16]
+
+
+def test_a_filtered_page_whose_matches_are_rows_reads_as_many_as_it_shows():
+    # Failed only: every match is a row, so the page reads its 100 and folds no span past them.
+    run = Run.objects.create(name="failures")
+    append(run, [{"type": "session_started"}, *(
+        {"agentId": "root", "type": "api_result", "operation": "files.read_file", "ok": False, "failure": "not-found"}
+        for _ in range(300))])
+    with CaptureQueriesContext(connection) as ctx:
+        page = history.page(run.pk, FeedFilter(failed=True))
+    assert page.rows == history.PAGE_ROWS and page.more_before
+    reads = [q["sql"] for q in ctx.captured_queries if "NOT \"runs_event\".\"ok\"" in q["sql"]]
+    assert len(reads) == 1 and reads[0].endswith(f"LIMIT {history.PAGE_ROWS}")
