@@ -24,8 +24,9 @@ from runs.stream.record import gg_record
 from runs.stream.refusals import REFUSED_LINE
 
 def _messages(rows) -> dict:
-    """The turn's request as the model was sent it: [{id, band, new, message}] in order, `defined`
-    ({id: message} of the bodies this turn pooled) and the answer (the reply's pool entry)."""
+    """The turn's request as the model was sent it: [{id, band, new, message}] in order, those it
+    sent new (`new`), `defined` ({id: message} of the bodies this turn pooled) and the answer (the
+    reply's pool entry)."""
     pool, prompt = {}, {}
     for row in rows:
         if row[1] == "context_message":
@@ -42,8 +43,9 @@ def _messages(rows) -> dict:
         request.append({"id": pointer.get("id"), "band": pointer.get("source"), "new": message is not None,
                         "message": message})
     answer = pool.get(prompt["responseId"]) if isinstance(prompt.get("responseId"), str) else None
-    return {"prompt": prompt, "request": request, "defined": pool, "answer": answer,
-            "carried": sum(1 for m in request if not m["new"])}
+    new = [m for m in request if m["new"]]
+    return {"prompt": prompt, "request": request, "new": new, "defined": pool, "answer": answer,
+            "carried": len(request) - len(new)}
 
 
 def turn_view(run: Run, agent: Agent, n: int) -> dict:

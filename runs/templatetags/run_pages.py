@@ -106,6 +106,14 @@ def _nice(value):
 
 
 @register.filter
+def carried_items(request):
+    """A turn's pointers to messages carried from earlier turns, as list items: a long window's
+    bulk on the conversation page, built here with each value escaped once."""
+    return mark_safe("".join(f'<li><span class="tag">{escape(p["band"])}</span> <code>{escape(p["id"])}</code></li>'
+                             for p in request if not p["new"]))
+
+
+@register.filter
 def pretty_json(value):
     """An object as indented JSON text (escaped by the template like any other text)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)

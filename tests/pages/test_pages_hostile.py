@@ -187,3 +187,13 @@ def test_a_band_named_like_markup_stays_text_in_the_agent_pages_charts(viewer_cl
     assert 'data-band="&lt;img src=x onerror=alert(1)&gt;"' in html
     assert "turn 1: 30 tokens of 100\nsystem 10\n&lt;img src=x onerror=alert(1)&gt; 20</title>" in html
     assert "turn 1: 26 ms\nprompt 5.0 ms\nrequest 20 ms\nresponse 1.0 ms</title>" in html
+
+
+def test_a_carried_pointer_named_like_markup_stays_text_on_the_conversation_page(viewer_client):
+    # The carried pointers' list items are built in Python (runs/templatetags/run_pages.carried_items).
+    run = Run.objects.create(name="carried")
+    ingest.append(run, [{"type": "turn_started", "agentId": "root"},
+                        {"type": "prompt", "agentId": "root", "request": [{"id": "<img src=x>", "source": "<b>band"}]}])
+    html = viewer_client.get(reverse("runs:conversation", args=(run.pk, "root"))).content.decode()
+    assert "<img src=x" not in html and "<b>band" not in html
+    assert '<li><span class="tag">&lt;b&gt;band</span> <code>&lt;img src=x&gt;</code></li>' in html
