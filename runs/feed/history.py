@@ -102,7 +102,8 @@ def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):
         if scanned >= SCAN_LIMIT:
             more = True
             break
-        chunk = min(_filtered_chunk(rows - len(out), scanned, len(out), bool(flt.q)) if flt.active else CHUNK, SCAN_LIMIT - scanned)
+        wanted = _filtered_chunk(rows - len(out), scanned, len(out), bool(flt.q)) if flt.active else CHUNK
+        chunk = min(wanted, SCAN_LIMIT - scanned)  # the scan limit bounds one read too
         bound = {"after": cursor} if forward else {"before": cursor}
         if flt.words_only:  # the index leads, a chunk of its matches at a time (each one an event)
             hits = search.matching_seqs(run_pk, flt.q, limit=chunk, newest_first=not forward, **bound)

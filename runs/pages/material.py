@@ -77,9 +77,10 @@ def agent_material(run: Run, agent: Agent) -> dict:
     # ledger head, so those few (the latest window's) are settled here and ranked with them.
     rows = PooledMessage.objects.filter(run=run, agent_id=agent.agent_id)
     settled = rows.filter(weight__isnull=True, billed__gt=0).order_by("-billed", "message_id")[:MATERIAL_SHOWN]
+    candidates = [_pool_row(v, head) for v in settled.values_list(*POOL_COLUMNS)]
     resident = [_pool_row(v, head) for v in rows.filter(weight__isnull=False).values_list(*POOL_COLUMNS)]
-    top = sorted([_pool_row(v, head) for v in settled.values_list(*POOL_COLUMNS)] + [r for r in resident if r["billed"] > 0],
-                 key=lambda r: (-r["billed"], r["message_id"]))[:MATERIAL_SHOWN]
+    candidates += [r for r in resident if r["billed"] > 0]
+    top = sorted(candidates, key=lambda r: (-r["billed"], r["message_id"]))[:MATERIAL_SHOWN]
     billed = totals.get("billed") or 0
     totals["billed"] = round(billed)
     totals["other_views"] = round(totals.get("other_views") or 0)

@@ -69,7 +69,8 @@ def context_chart(context):
             title.append(f"{band} {format_tokens(tokens)}")
             rects.append(f'<rect x="{x}" y="{round(y, 2)}" width="{bar_width}" height="{round(h, 2)}" '
                          f'fill="{BAND_COLOURS.get(band, "#bbbbbb")}" data-band="{escape(band)}"></rect>')
-        markup.append(f'<g class="bar" data-turn="{turn["turn"]}"><title>{escape(chr(10).join(title))}</title>{"".join(rects)}</g>\n    ')
+        markup.append(f'<g class="bar" data-turn="{turn["turn"]}"><title>{escape(chr(10).join(title))}</title>'
+                      f'{"".join(rects)}</g>\n    ')
     widest = max((len(str(t["turn"])) for t in turns), default=1)
     every = -(-max(26, 7 * widest + 6) // (width + BAR_GAP))  # a turn label every ~26 px, more for long numbers
     shown = list(range(0, len(bars), every))
