@@ -94,6 +94,12 @@ def store_url(run_pk, module_id) -> str:
     return reverse("runs:store", args=(run_pk, module_id)) if ok else ""
 
 
+def turn_url_base(run_pk, agent_id) -> str:
+    """The agent's turn address without its number (turn n's is this and "n/"), or "" where
+    `turn_url` gives none: reversed once for a page that links many of one agent's turns."""
+    return turn_url(run_pk, agent_id, 1).removesuffix("1/")
+
+
 def turn_url(run_pk, agent_id, turn) -> str:
     """The page of the agent's turn `turn`, or "" (no turn, or an id `agent_linkable` refuses)."""
     try:

@@ -23,7 +23,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from runs.access import turn_url
+from runs.access import turn_url_base
 from runs.models import Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan
 from runs.models.timeline import LEVELS, epoch_ms, read_ticks
 from runs.pages.agents import agent_forest
@@ -167,12 +167,12 @@ def _blocks(turns, lo, scale, run_pk, agent_id):
         out.append(last)
     # A lane's blocks are its bulk (thousands on a long run): markup built here, the agent id and the
     # turn address escaped once a lane, rather than one template node per value.
-    first = turn_url(run_pk, agent_id, 1)
-    href, who = escape(first.removesuffix("1/")), escape(agent_id)
+    base = turn_url_base(run_pk, agent_id)
+    href, who = escape(base), escape(agent_id)
     markup = []
     for x0, w, from_turn, to, error in out:
         title = f"{who} turn {from_turn}" + (f"–{to}" if to != from_turn else "") + (" (error)" if error else "")
-        markup.append((f'<a href="{href}{from_turn}/" class="turn-block">' if first else '<a class="turn-block">')
+        markup.append((f'<a href="{href}{from_turn}/" class="turn-block">' if base else '<a class="turn-block">')
                       + f'<rect class="turn{" error" if error else ""}" x="{round(x0, 2)}" y="6" '
                       f'width="{round(w, 2)}" height="{LANE - 12}" data-turn="{from_turn}"><title>{title}</title></rect></a>')
     return mark_safe("".join(markup))

@@ -7,7 +7,7 @@ from django.utils.html import escape
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
-from runs.access import turn_url
+from runs.access import turn_url, turn_url_base
 from surfaces.arms import LANGUAGES
 
 register = template.Library()
@@ -75,8 +75,7 @@ def timing_chart(run_pk, agent_id, timings):
     width = max(4, min(28, 900 // max(len(turns), 1)))
     peak = timings["peak"] or 1
     bar_width, markup = max(width - 2, 2), []
-    first = turn_url(run_pk, agent_id, 1)  # turn n's address is turn 1's with n for 1: reversed once
-    base = escape(first.removesuffix("1/"))
+    base = escape(turn_url_base(run_pk, agent_id))
     # A rect per phase per turn: markup built here, each value escaped once (as the context chart's).
     for i, t in enumerate(turns):
         x, y, rects = i * width, TIMING_HEIGHT, []
@@ -88,7 +87,7 @@ def timing_chart(run_pk, agent_id, timings):
             if h > 0:
                 rects.append(f'<rect x="{x}" y="{round(y, 2)}" width="{bar_width}" height="{round(h, 2)}" '
                              f'fill="{PHASE_COLOURS[name]}" data-phase="{escape(name)}"></rect>')
-        href = f"{base}{t['turn']}/" if first and isinstance(t["turn"], int) and t["turn"] > 0 else ""
+        href = f"{base}{t['turn']}/" if base and isinstance(t["turn"], int) and t["turn"] > 0 else ""
         markup.append(f'<a href="{href}"><g class="bar" data-turn="{t["turn"]}">'
                       f'<title>{escape(chr(10).join(title))}</title><rect x="{x}" y="0" width="{bar_width}" '
                       f'height="{TIMING_HEIGHT}" fill="transparent"></rect>{"".join(rects)}</g></a>\n    ')
