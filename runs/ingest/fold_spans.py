@@ -3,8 +3,8 @@
 Per agent, a lane (`TimelineLane`) holds its first and last marks (turn, call and spawn records) and
 its open turn and wait; a turn becomes a `TurnSpan` when the agent's next turn starts, a wait a
 `WaitSpan` at the agent's next status. A closed turn, and every call and failed result as it comes,
-is added to the agent's `TimelineBucket` of each level: rows merged by min, max, sum and or, so the
-result does not depend on where chunk boundaries fall (incremental == rebuilt).
+is added to the agent's `TimelineBucket` of each level: rows merged by min, max, sum and (bitwise) or,
+so the result does not depend on where chunk boundaries fall (incremental == rebuilt).
 
 The rules are those the page drew from the log before (runs/pages/timeline.py): a turn runs from
 its `turn_started` to its latest `turn_timing`, or, untimed, to the next turn's start (the open one:
@@ -21,7 +21,7 @@ from django.db.models import Q
 
 from runs.ingest.fold_flush import in_chunks, insert_rows, update_rows
 from runs.models import TimelineBucket, TimelineLane, TurnSpan, WaitSpan
-from runs.models.timeline import LEVELS, epoch_ms, tick_text
+from runs.models.timeline import LEVELS, epoch_ms, slot, tick_text
 from runs.stream.record import parse_timestamp
 
 CALLS = frozenset(("api_call", "tool_call"))
@@ -32,8 +32,7 @@ FOLDED = MARKS | {"turn_outcome", "agent_status"}
 _LANE_FIELDS = ["marked", "first_ms", "last_ms", "turn", "start_ms", "end_ms", "error", "calls", "failed", "ticks",
                 "blocked_ms"]
 _SPAN_FIELDS = ["agent_id", "turn", "start_ms", "end_ms", "error", "calls", "failed", "ticks"]
-_BUCKET_FIELDS = ["turns", "first_turn", "last_turn", "start_ms", "end_ms", "error", "tick_lo", "tick_hi",
-                  "fail_lo", "fail_hi"]
+_BUCKET_FIELDS = ["turns", "first_turn", "last_turn", "start_ms", "end_ms", "error", "call_slots", "fail_slots"]
 
 
 def fold(run, rows, turns) -> None:
@@ -124,19 +123,16 @@ class _Buckets:
         key = (agent_id, level, int(ms // (1 << level)))
         row = self.rows.get(key)
         if row is None:
-            row = self.rows[key] = [0, None, None, None, None, False, None, None, None, None]
+            row = self.rows[key] = [0, None, None, None, None, False, 0, 0]
         return row
 
     def turn(self, agent_id, n, start, end, error) -> None:
         for level in LEVELS:
-            _merge(self._row(agent_id, level, start), [1, n, n, start, end, error, None, None, None, None])
+            _merge(self._row(agent_id, level, start), [1, n, n, start, end, error, 0, 0])
 
     def tick(self, agent_id, ms, failed) -> None:
         for level in LEVELS:
-            row = self._row(agent_id, level, ms)
-            lo, hi = (8, 9) if failed else (6, 7)
-            row[lo] = ms if row[lo] is None else min(row[lo], ms)
-            row[hi] = ms if row[hi] is None else max(row[hi], ms)
+            self._row(agent_id, level, ms)[7 if failed else 6] |= slot(ms, level)
 
     def write(self, run) -> None:
         if not self.rows:
@@ -168,10 +164,12 @@ class _Buckets:
 def _merge(into, add) -> None:
     """Merge bucket fields `add` into `into` (lists in _BUCKET_FIELDS order)."""
     into[0] += add[0]
-    for i, pick in ((1, min), (2, max), (3, min), (4, max), (6, min), (7, max), (8, min), (9, max)):
+    for i, pick in ((1, min), (2, max), (3, min), (4, max)):
         if add[i] is not None:
             into[i] = add[i] if into[i] is None else pick(into[i], add[i])
     into[5] = into[5] or add[5]
+    into[6] |= add[6]
+    into[7] |= add[7]
 
 
 def forget(run) -> None:

@@ -13,8 +13,17 @@ from django.db import models
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # TimelineBucket widths, 8 ms .. 2**23 ms (2.3 h), each four times the last (the fold writes each
-# level's rows every chunk): the page reads the one nearest a pixel wide, half a pixel to two.
+# level's rows every chunk): the page reads the one from two to eight pixels wide.
 LEVELS = range(3, 24, 2)
+# A bucket marks its calls and failed results in SLOTS equal slots of its width (a bit each), so a
+# bucket eight pixels wide still places each tick to half a pixel.
+SLOTS = 16
+
+
+def slot(ms, level) -> int:
+    """The bit of `ms`'s slot in its bucket of `level` (bucket `ms // 2**level`)."""
+    width = 1 << level
+    return 1 << min(SLOTS - 1, int((ms % width) * SLOTS / width))
 
 
 def epoch_ms(moment):
@@ -107,10 +116,8 @@ class TimelineBucket(models.Model):
     start_ms = models.FloatField(null=True)  # the earliest start of those turns
     end_ms = models.FloatField(null=True)  # the latest end
     error = models.BooleanField(default=False)
-    tick_lo = models.FloatField(null=True)  # the first and last call in the bucket
-    tick_hi = models.FloatField(null=True)
-    fail_lo = models.FloatField(null=True)  # the first and last failed result
-    fail_hi = models.FloatField(null=True)
+    call_slots = models.PositiveIntegerField(default=0)  # the slots (bits, `slot`) its calls fell in
+    fail_slots = models.PositiveIntegerField(default=0)  # and its failed results
 
     class Meta:
         app_label = "runs"

@@ -8,14 +8,15 @@ first moment; a spawn as a dotted link from the spawner. Zooming narrows the win
 `end`, milliseconds from the run's first stamp); blocks narrower than a pixel merge, and ticks
 share a pixel, so the picture stays readable at thousands of turns and its markup stays a few hundred
 elements a lane. The same few queries whatever the run, reading the fold's lanes and either the
-turns in the window or, when it holds thousands, its buckets about a pixel wide (`lanes_data`).
+turns in the window or, when it holds thousands, its buckets a few pixels wide (`lanes_data`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import compress
 from math import floor
-from operator import itemgetter
+from operator import gt, itemgetter
 
 from django.db.models import OuterRef, Subquery
 from django.shortcuts import get_object_or_404, render
@@ -25,7 +26,7 @@ from django.views.decorators.http import require_GET
 
 from runs.access import turn_url_base
 from runs.models import Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan
-from runs.models.timeline import LEVELS, epoch_ms, read_ticks
+from runs.models.timeline import LEVELS, SLOTS, epoch_ms, read_ticks
 from runs.pages.agents import agent_forest
 from runs.pages.common import run_agents, run_context
 
@@ -34,6 +35,8 @@ LABEL = 190  # px of lane labels
 LANE = 26
 PAD_TOP = 28
 DENSE = 1500  # turns in the window beyond which it is read by bucket
+PHASES = 32  # a bucket's slots placed to a 32nd of a pixel
+STROKES = [f"M{px} {LANE - 6}V{LANE - 1}" for px in range(WIDTH + 1)]  # a tick in column px
 
 
 def _float(value):
@@ -59,19 +62,22 @@ def _label(ms):
 
 
 def _window_level(pixel_ms):
-    """The bucket level whose buckets are from half a pixel wide to under two (None when even the
-    finest is wider: the window is drawn from its turns)."""
-    level = next((k for k in LEVELS if 2 ** k >= pixel_ms / 2), LEVELS[-1])
-    return level if 2 ** level < 2 * pixel_ms else None
+    """The bucket level whose buckets are from two pixels wide to under eight (None when even the
+    finest is wider: the window is drawn from its turns). A lane reads at most one bucket row for
+    two pixels, and a bucket's slots are half a pixel at most, so its ticks land in their columns."""
+    level = next((k for k in LEVELS if 2 ** k >= 2 * pixel_ms), LEVELS[-1])
+    return level if 2 ** level < 8 * pixel_ms else None
 
 
 def lanes_data(run: Run, start=None, end=None):
-    """({agent_id: lane}, (lo, hi, total)): each lane's turns, ticks ({pixel column: failed}), waits
-    and first/last moments in ms from the run's start, over the window [lo, hi] (the whole run unless
-    zoomed), read off the fold's lanes, spans and buckets (runs.ingest.fold_spans), never the log.
-    A window holding more than DENSE turns is read by bucket of about a pixel (a few WIDTH rows a
-    lane at most); a sparser one by turn, in the same number of queries."""
-    lanes = defaultdict(lambda: {"turns": [], "ticks": {}, "waits": [], "first": None, "last": None})
+    """({agent_id: lane}, (lo, hi, total)): each lane's turns, ticks (the pixel columns with a call and
+    those with a failed result, a byte a column each), waits and first/last moments in ms from the
+    run's start, over the window [lo, hi] (the whole run unless zoomed), read off the fold's lanes,
+    spans and buckets (runs.ingest.fold_spans), never the log. A window holding more than DENSE turns
+    is read by bucket of a few pixels (WIDTH / 2 rows a lane at most); a sparser one by turn, in the
+    same number of queries."""
+    lanes = defaultdict(lambda: {"turns": [], "ticks": (bytearray(WIDTH + 1), bytearray(WIDTH + 1)), "waits": [],
+                                 "first": None, "last": None})
     t0 = epoch_ms(run.started_at)
     if t0 is None:
         return lanes, (0.0, 0.0, 0.0)
@@ -90,7 +96,7 @@ def lanes_data(run: Run, start=None, end=None):
     def tick(ticks, ms, failed):  # into a lane's ticks
         column = floor((ms - a) * scale + 0.5)  # rounded, as a tick
         if 0 <= column <= WIDTH:
-            ticks[column] = ticks.get(column, False) or failed
+            ticks[failed][column] = 1
 
     def turn(agent_id, first, to, begun, until, error, turns=1):
         # (start, end, first turn, last turn, error, turns): a bucket's thousands are tuples, not dicts
@@ -103,15 +109,23 @@ def lanes_data(run: Run, start=None, end=None):
         width = 2 ** level
         first = floor(a / width)
         buckets = TimelineBucket.objects.filter(run=run, level=level, b__gte=first, b__lte=floor(z / width))
-        for agent_id, n, first_turn, last_turn, begun, until, error, *marks in buckets.values_list(
-                "agent_id", "turns", "first_turn", "last_turn", "start_ms", "end_ms", "error",
-                "tick_lo", "tick_hi", "fail_lo", "fail_hi"):
+        step = width / SLOTS * scale  # a slot in pixels (half one at most)
+        columns = _slot_columns(step)
+        for agent_id, b, n, first_turn, last_turn, begun, until, error, calls, fails in buckets.values_list(
+                "agent_id", "b", "turns", "first_turn", "last_turn", "start_ms", "end_ms", "error",
+                "call_slots", "fail_slots"):
             if n:
                 turn(agent_id, first_turn, last_turn, begun, until, error, n)
-            failed, ticks = marks[2] is not None, lanes[agent_id]["ticks"]
-            for ms in marks:  # a bucket's first and last call and failure; red if any failed (it is a pixel or two)
-                if ms is not None:
-                    tick(ticks, ms, failed)
+            if calls or fails:
+                x = (b * width - a) * scale + step / 2 + 0.5  # its first slot's middle, rounded as a tick
+                column = floor(x)
+                calls_at, fails_at = lanes[agent_id]["ticks"]
+                for offset, slots in columns[int((x - column) * PHASES)]:
+                    if 0 <= column + offset <= WIDTH:
+                        if calls & slots:
+                            calls_at[column + offset] = 1
+                        if fails & slots:
+                            fails_at[column + offset] = 1
         a_read = first * width  # turns begun before the first bucket read
     else:
         for agent_id, n, begun, until, error, ticks in (spans.filter(start_ms__gte=a, start_ms__lte=z)
@@ -148,6 +162,19 @@ def lanes_data(run: Run, start=None, end=None):
     return lanes, (lo, hi, total)
 
 
+def _slot_columns(step):
+    """Where a bucket's slots `step` pixels apart fall: for each phase (where in its pixel the first
+    slot's tick falls, in PHASES), [(a column's offset from that pixel's, the bits of the slots in it)]:
+    a few columns a bucket, each tested once against its calls and failures."""
+    table = []
+    for phase in range(PHASES):
+        columns = defaultdict(int)
+        for j in range(SLOTS):
+            columns[floor(phase / PHASES + j * step)] |= 1 << j
+        table.append(list(columns.items()))
+    return table
+
+
 def _blocks(turns, lo, scale, run_pk, agent_id):
     """Turn blocks in pixels; neighbours narrower than a pixel merge into one block (at most 6 px
     wide, so a busy lane holds a few hundred blocks whatever its number of turns)."""
@@ -178,11 +205,13 @@ def _blocks(turns, lo, scale, run_pk, agent_id):
     return mark_safe("".join(markup))
 
 
-def _ticks(ticks: dict) -> list[tuple[str, str]]:
-    """[(class, path)]: the lane's calls as one path of vertical strokes, and its failed calls as another."""
+def _ticks(ticks) -> list[tuple[str, str]]:
+    """[(class, path)]: the lane's calls as one path of vertical strokes, and its failed results as
+    another (a column with both draws red)."""
+    calls, fails = ticks
     out = []
-    for cls, failed in (("tick", False), ("tick failed", True)):
-        d = "".join(f"M{px} {LANE - 6}V{LANE - 1}" for px, f in sorted(ticks.items()) if f is failed)
+    for cls, columns in (("tick", map(gt, calls, fails)), ("tick failed", fails)):
+        d = "".join(compress(STROKES, columns))
         if d:
             out.append((cls, d))
     return out
@@ -200,7 +229,7 @@ def build(run: Run, start=None, end=None) -> dict:
     rows, y_of = [], {}
     for i, row in enumerate(forest):
         agent = row.agent
-        lane = lanes.get(agent.agent_id) or {"turns": [], "ticks": {}, "waits": [], "first": None, "last": None}
+        lane = lanes.get(agent.agent_id) or {"turns": [], "ticks": (b"", b""), "waits": [], "first": None, "last": None}
         y = PAD_TOP + i * LANE
         y_of[agent.agent_id] = y
         waits = []

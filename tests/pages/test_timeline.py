@@ -89,8 +89,8 @@ def _near(a: set, b: set, by: int) -> bool:
 @pytest.mark.parametrize("window", [(None, None), (3000.0, 15000.0)])
 def test_a_dense_window_read_by_bucket_draws_what_its_turns_draw(window, monkeypatch):
     """The buckets (a window of thousands of turns) and the turn spans draw the same picture: blocks
-    over the same pixels, and ticks in the same columns to a pixel, failed ones to two (a bucket is up
-    to two pixels wide, and red when any of its calls failed)."""
+    over the same pixels, and ticks, failed ones too, in the same columns to a pixel (a bucket is two
+    to eight pixels wide, and marks its calls and failed results by slots of half a pixel at most)."""
     from runs.pages import timeline
 
     run = stamped_run("dense", 20_000)
@@ -103,8 +103,40 @@ def test_a_dense_window_read_by_bucket_draws_what_its_turns_draw(window, monkeyp
         b_covered, b_errors, b_ticks, b_failed = by_bucket[agent]
         assert len(covered) > 1000 and len(ticks | failed) > 1000 and (agent == "t1") == (not failed)
         assert len(covered ^ b_covered) <= 4 and errors == b_errors == set()
-        assert _near(ticks | failed, b_ticks | b_failed, 1) and _near(failed, b_failed, 2)
-        assert all(any(abs(x - y) <= 2 for y in ticks) for x in b_ticks)  # a bucket with a failure draws red
+        assert _near(ticks | failed, b_ticks | b_failed, 1) and _near(failed, b_failed, 1)
+
+
+def test_a_dense_window_reads_buckets_two_to_eight_pixels_wide():
+    """At most one bucket row a lane for two pixels, and slots (a sixteenth of a bucket) of half a pixel
+    at most; a pixel narrower than the finest bucket allows is drawn from its turns."""
+    from runs.models.timeline import SLOTS
+    from runs.pages.timeline import _window_level
+
+    for pixel_ms in (1.5, 2.0, 3.7, 59.05, 118.1, 1000.0, 123_456.0):
+        level = _window_level(pixel_ms)
+        assert 2 <= 2 ** level / pixel_ms < 8 and 2 ** level / SLOTS / pixel_ms <= 0.5
+    assert _window_level(0.9) is None
+
+
+def test_a_bucket_marks_each_call_and_failed_result_in_its_slot_at_every_level():
+    """A bucket's call_slots / fail_slots hold the slot of every call / failed result the lane's turns
+    hold in that bucket, at every level, and nothing else."""
+    from collections import defaultdict
+
+    from runs.models import TimelineBucket, TimelineLane, TurnSpan
+    from runs.models.timeline import LEVELS, read_ticks, slot
+
+    run = stamped_run("slots", 3_000)
+    want = defaultdict(lambda: [0, 0])
+    for agent_id, ticks in [*TurnSpan.objects.filter(run=run).values_list("agent_id", "ticks"),
+                            *TimelineLane.objects.filter(run=run).values_list("agent_id", "ticks")]:
+        for ms, failed in read_ticks(ticks):
+            for level in LEVELS:
+                want[agent_id, level, int(ms // 2 ** level)][failed] |= slot(ms, level)
+    got = {(agent_id, level, b): [calls, fails] for agent_id, level, b, calls, fails in TimelineBucket.objects.filter(
+        run=run).values_list("agent_id", "level", "b", "call_slots", "fail_slots") if calls or fails}
+    assert got == dict(want) and any(fails for _, fails in got.values())
+    assert {bin(calls).count("1") > 1 for calls, _ in got.values()} == {True, False}  # several calls share a bucket
 
 
 def test_the_timeline_projection_rebuilds_as_it_was_folded():
