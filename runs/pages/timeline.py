@@ -69,15 +69,18 @@ def _window_level(pixel_ms):
     return level if 2 ** level < 8 * pixel_ms else None
 
 
+def _lane() -> dict:
+    """A lane with nothing drawn in it yet: its ticks are a byte a pixel column, calls' then failures'."""
+    return {"turns": [], "ticks": (bytearray(WIDTH + 1), bytearray(WIDTH + 1)), "waits": [], "first": None, "last": None}
+
+
 def lanes_data(run: Run, start=None, end=None):
-    """({agent_id: lane}, (lo, hi, total)): each lane's turns, ticks (the pixel columns with a call and
-    those with a failed result, a byte a column each), waits and first/last moments in ms from the
-    run's start, over the window [lo, hi] (the whole run unless zoomed), read off the fold's lanes,
-    spans and buckets (runs.ingest.fold_spans), never the log. A window holding more than DENSE turns
-    is read by bucket of a few pixels (WIDTH / 2 rows a lane at most); a sparser one by turn, in the
-    same number of queries."""
-    lanes = defaultdict(lambda: {"turns": [], "ticks": (bytearray(WIDTH + 1), bytearray(WIDTH + 1)), "waits": [],
-                                 "first": None, "last": None})
+    """({agent_id: lane}, (lo, hi, total)): each lane's turns, ticks, waits and first/last moments in
+    ms from the run's start (`_lane`), over the window [lo, hi] (the whole run unless zoomed), read off
+    the fold's lanes, spans and buckets (runs.ingest.fold_spans), never the log. A window holding more
+    than DENSE turns is read by bucket of a few pixels (WIDTH / 2 rows a lane at most); a sparser one by
+    turn, in the same number of queries."""
+    lanes = defaultdict(_lane)
     t0 = epoch_ms(run.started_at)
     if t0 is None:
         return lanes, (0.0, 0.0, 0.0)
@@ -229,7 +232,7 @@ def build(run: Run, start=None, end=None) -> dict:
     rows, y_of = [], {}
     for i, row in enumerate(forest):
         agent = row.agent
-        lane = lanes.get(agent.agent_id) or {"turns": [], "ticks": (b"", b""), "waits": [], "first": None, "last": None}
+        lane = lanes.get(agent.agent_id) or _lane()
         y = PAD_TOP + i * LANE
         y_of[agent.agent_id] = y
         waits = []
