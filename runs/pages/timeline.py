@@ -85,6 +85,9 @@ def lanes_data(run: Run, start=None, end=None):
     if t0 is None:
         return lanes, (0.0, 0.0, 0.0)
     rows = list(TimelineLane.objects.filter(run=run))
+    # The axis starts at the run's start, or at a lane's first moment before it: a stream whose first
+    # record is stamped years ahead would otherwise put every lane before the axis, and draw nothing.
+    t0 = min([t0, *(row.first_ms for row in rows if row.first_ms is not None)])
     for row in rows:
         if row.first_ms is not None and row.last_ms is not None:
             lanes[row.agent_id].update(first=row.first_ms - t0, last=row.last_ms - t0)

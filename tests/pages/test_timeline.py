@@ -139,6 +139,29 @@ def test_a_bucket_marks_each_call_and_failed_result_in_its_slot_at_every_level()
     assert {bin(calls).count("1") > 1 for calls, _ in got.values()} == {True, False}  # several calls share a bucket
 
 
+@pytest.mark.parametrize("dense", [0, 10**9])
+def test_stamps_that_go_backwards_and_span_centuries_still_draw(viewer_client, monkeypatch, dense):
+    """A hostile stream's stamps (1901 and 9999 among millisecond steps, some going back) fold into
+    buckets at every level and draw, by bucket or by turn, whole and zoomed, with ticks in the picture."""
+    from runs.ingest import writer as ingest
+    from runs.models import Run
+    from runs.pages import timeline
+    from tests.pages_helpers import synthetic_stream
+
+    records = synthetic_stream(3_000)
+    for i, record in enumerate(records):
+        record["timestamp"] = (f"2026-07-24T04:00:{(i // 1000) % 60:02d}.{(i * 7) % 1000:03d}Z" if i % 97
+                               else ("1901-01-01T00:00:00Z" if i % 2 else "9999-12-31T23:59:59.999Z"))
+    run = Run.objects.create(name="hostile stamps")
+    assert ingest.append(run, records).stored == 3_000
+    monkeypatch.setattr(timeline, "DENSE", dense)
+    url = reverse("runs:timeline", args=(run.pk,))
+    for query in ("", "?start=0&end=1e15", "?start=3.5e12&end=3.5e12", "?start=-5&end=1e300"):
+        response = viewer_client.get(url + query)
+        assert response.status_code == 200, query
+    assert 'class="tick' in viewer_client.get(url).content.decode()
+
+
 def test_the_timeline_projection_rebuilds_as_it_was_folded():
     """Lanes, turn spans, waits and buckets folded record by record == folded again from the log."""
     from runs.ingest import rebuild
