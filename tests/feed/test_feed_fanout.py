@@ -5,9 +5,12 @@ Channels stack (gg_console.asgi.application)."""
 import asyncio
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from channels.layers import get_channel_layer
+from django.db import connection
+from django.db.backends.sqlite3.base import DatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
 from runs.feed import consumer as consumers
@@ -174,3 +177,33 @@ async def test_windows_of_different_runs_are_read_at_once(monkeypatch):
     monkeypatch.setattr(consumers, "read_window", meeting)
     got = await asyncio.gather(*(windows.get(run.pk, 0) for run in runs))
     assert [seqs(window.html) for window, _ in got] == [[1], [1]]
+
+
+async def test_a_reader_thread_keeps_its_connection_and_replaces_one_gone_bad(monkeypatch):
+    # One reader thread: every window below is read on it.
+    readers = ThreadPoolExecutor(max_workers=1)
+    monkeypatch.setattr(consumers, "READERS", readers)
+    opened = []
+    real_connect = DatabaseWrapper.get_new_connection
+
+    def counted(self, params):
+        opened.append(threading.current_thread().name)
+        return real_connect(self, params)
+
+    monkeypatch.setattr(DatabaseWrapper, "get_new_connection", counted)
+    run = await new_run(logs(*(f"line {i}" for i in range(1, 11))))
+    # The tests' database lives in memory, where Django ignores a close (it would lose the database):
+    # here a close must close, as on a database file.
+    monkeypatch.setattr(DatabaseWrapper, "is_in_memory_db", lambda self: False)
+    windows = consumers.WindowCache()
+    for after in range(10):
+        window, _ = await windows.get(run.pk, after, limit=1)
+        assert seqs(window.html) == [after + 1]
+    assert len(opened) == 1  # opened by the first read, kept by the nine after it
+
+    # The database closed under the kept connection: the next read opens another and answers.
+    await asyncio.get_running_loop().run_in_executor(readers, lambda: connection.connection.close())
+    window, _ = await consumers.WindowCache().get(run.pk, 0)
+    assert seqs(window.html) == list(range(1, 11)) and len(opened) == 2
+    await asyncio.get_running_loop().run_in_executor(readers, lambda: connection.close())
+    readers.shutdown()
