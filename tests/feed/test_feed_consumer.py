@@ -269,3 +269,29 @@ async def test_hostile_attribute_values_are_escaped_and_an_unlinkable_agent_keep
     assert f'href="/runs/{run.pk}/agents/a&#x27;%22%3E%3Cscript%3Ewindow.pwned=1%3C/script%3E/"' in html
     assert '<span class="feed-agent tag">line\nbreak</span>' in html  # named, not linked
     await comm.disconnect()
+
+
+async def test_a_doorbell_with_no_one_on_the_run_is_not_sent_and_one_with_a_listener_is():
+    layer = get_channel_layer()
+    run = await new_run()
+    sent = []
+    real_send = layer.group_send
+
+    async def group_send(group, message):
+        sent.append(group)
+        await real_send(group, message)
+
+    layer.group_send = group_send
+    try:
+        # From a thread of no loop, as `manage.py ingest` writes: no socket of this process is on
+        # the run, so no loop is built to send to no one.
+        await asyncio.to_thread(doorbell.ring, run.pk, 1)
+        assert sent == []
+        channel = await layer.new_channel()
+        await layer.group_add(group_name(run.pk), channel)
+        await asyncio.to_thread(doorbell.ring, run.pk, 2)
+        assert sent == [group_name(run.pk)]
+        assert await asyncio.wait_for(layer.receive(channel), 2) == doorbell.message(2)
+        await layer.group_discard(group_name(run.pk), channel)
+    finally:
+        del layer.group_send
