@@ -94,7 +94,7 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=(), pool: fo
     locked and fresh; `save_run` saves its rolled-up fields (and `extra_run_fields`). `pool`: the
     message pool the fold of the chunk just before left (`fold_pool.Pool`), when nothing has folded
     into the run since."""
-    projector = Projector(run, pool)
+    projector = Projector(run, pool, first=rows[0].seq == 1 if rows else False)
     projector.preload([r.event.record for r in rows if r.event.record is not None])
     roster = fold_refusals.Roster(run)
     turns = []
@@ -133,7 +133,7 @@ def reset_run(run: Run) -> None:
 class Projector:
     """The state of one `fold` call: the rows it loaded, created and touched."""
 
-    def __init__(self, run: Run, pool: fold_pool.Pool | None = None):
+    def __init__(self, run: Run, pool: fold_pool.Pool | None = None, first: bool = False):
         self.run = run
         self.agents: dict[str, Agent] = {}
         self.new_agents: dict[str, Agent] = {}
@@ -145,7 +145,8 @@ class Projector:
         self.rosters: dict[str, list[dict]] = {}  # agent_id -> agent_modules rows to write
         self.pred_links: dict[str, str] = {}  # successor agent_id -> predecessor agent_id
         self.memory_revisions: list = []  # MemoryRevision rows to insert
-        self.pool = pool.carry(run) if pool else fold_pool.Pool(run)  # the agents' message pools
+        # The agents' message pools; from the run's first record, nothing is pooled but what it folds.
+        self.pool = pool.carry(run) if pool else fold_pool.Pool(run, whole=first)
         self.status_changed = False
         self._all_agents_loaded = False
         self._started_known = run.started_at is not None

@@ -67,10 +67,14 @@ class Pool:
     """The PooledMessage rows of the fold, keyed (agent id, message id). A writer may hand one Pool
     to the fold of each of its chunks (`carry`): the rows folded so far, as written, stay held for
     the next one (a window is mostly the last turn's messages again), so only the rows it names
-    that the pool does not hold are read; past ROWS_KEPT, the least recently touched are let go."""
+    that the pool does not hold are read; past ROWS_KEPT, the least recently touched are let go.
 
-    def __init__(self, run):
+    A pool begun with the run's first record (`whole`) holds every row the run has until it lets
+    one go: a row it does not hold is new, and nothing is read (most runs never hold ROWS_KEPT)."""
+
+    def __init__(self, run, whole=False):
         self.run = run
+        self.whole = whole
         self.rows: dict[tuple[str, str], Message] = {}
         self.new: set = set()
         self.dirty: set = set()
@@ -105,7 +109,7 @@ class Pool:
             if (agent := agents.get(aid)) is not None and (ledger := (agent.material or {}).get("ledger")):
                 wanted.update((aid, mid) for mid in ledger["resident"])
         wanted = {key for key in wanted if key not in self.rows}  # (set -= keys() walks all the held rows)
-        if not wanted:
+        if not wanted or self.whole:
             return
         agents = {aid for aid, _ in wanted}
         rows = PooledMessage.objects.filter(run=self.run, agent_id__in=agents).values_list(
@@ -140,6 +144,7 @@ class Pool:
             self.rows[key] = self.rows.pop(key)
         for key in list(itertools.islice(self.rows, max(len(self.rows) - ROWS_KEPT, 0))):
             del self.rows[key]
+            self.whole = False
         self.new.clear()
         self.dirty.clear()
 

@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from runs.ingest import writer as ingest
-from runs.ingest import rebuild
+from runs.ingest import fold_pool, rebuild
 from runs.models import Agent, Event, ModuleStore, Run
 from tests.streams import STREAM_FIXTURES, import_stream, projection_dump
 
@@ -157,3 +157,30 @@ def test_message_pool_carried_between_appends_equals_one_append_and_rebuild():
     rebuild.rebuild_projections(pieces)
     assert projection_dump(pieces) == incremental
     assert len(incremental["pool"]) > 50 and any(m["spans"] and len(m["spans"]) > 1 for m in incremental["pool"].values())
+
+
+def _pool_reads(queries):
+    return [q for q in queries if q["sql"].startswith("SELECT") and "runs_pooledmessage" in q["sql"]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pool_begun_with_the_run_reads_no_pooled_message_until_it_lets_one_go(monkeypatch):
+    """From a run's first record the writer's pool holds every row the run has: a pointer to a row it
+    does not hold names a new one, and nothing is read. A pool that has let rows go (past ROWS_KEPT)
+    reads those its chunks name again, and folds what the whole pool folds."""
+    records = [r for turn in _windows() for r in turn]
+    held = Run.objects.create(name="held")
+    with CaptureQueriesContext(connection) as queries:
+        ingest.append(held, records, chunk_lines=5)
+    assert not _pool_reads(queries)
+    expected = projection_dump(held)
+
+    monkeypatch.setattr(fold_pool, "ROWS_KEPT", 10)
+    let_go = Run.objects.create(name="let go")
+    with CaptureQueriesContext(connection) as queries:
+        ingest.append(let_go, records, chunk_lines=5)
+    assert _pool_reads(queries)
+    got = projection_dump(let_go)
+    assert got == {**expected, "run": got["run"]}
+    rebuild.rebuild_projections(let_go)
+    assert projection_dump(let_go) == got
