@@ -111,15 +111,18 @@ class WindowCache:
         run_pk, after, limit = key
         state = self.states.get((run_pk, after))
 
+        def read_once():  # on a copy of the state: a read that fails leaves the kept one as it was
+            return read_window(run_pk, after, limit, state.copy() if state else None)
+
         def work():
             read.started = True
             try:
-                return read_window(run_pk, after, limit, state.copy() if state else None)
+                return read_once()
             except DatabaseFault:
                 # The kept connection may have gone bad since the last read (a server restarted, a
                 # file closed under it): once more, on a new one. A fault of the read itself recurs.
                 connection.close()
-                return read_window(run_pk, after, limit, state.copy() if state else None)
+                return read_once()
 
         try:
             window, end = await asyncio.get_running_loop().run_in_executor(READERS, work)
