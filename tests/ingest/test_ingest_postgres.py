@@ -74,6 +74,45 @@ def test_nul_characters_and_numbers_past_a_double_on_postgresql(pg_env, tmp_path
     assert dump(pg_env)["hostile"] == before
 
 
+
+# The fold's writes on PostgreSQL send each column as one JSON array (runs.ingest.fold_flush._columns):
+# values JSON has no number or type for, and text JSON must escape, come back as they were written.
+ROUND_TRIP = r"""
+import json
+from datetime import datetime, timezone
+from runs.ingest.fold_flush import insert_rows, update_rows
+from runs.ingest.fold_pool import Message
+from runs.models import Agent, PooledMessage, Run
+run = Run.objects.create(name="round-trip")
+odd = 'a "quote", a back\\slash, {braces}, a comma, ünïcödé ✓, \'single\', \n a newline'
+rows = [Message("a", "m1", label=odd, spans=[[1, 2]], billed=float("inf"), cost=float("nan"), tokens=2**62,
+                estimated=True),
+        Message("a", "m2", spans={"k": odd, "n": None}, billed=-float("inf"), weight=1e-300)]
+fields = ["agent_id", "message_id", "label", "spans", "billed", "cost", "tokens", "estimated", "weight"]
+insert_rows(PooledMessage, rows, fields + ["role", "band", "tool", "seq"], run_id=run.pk)
+print(json.dumps([[repr(v) for v in row] for row in PooledMessage.objects.order_by("message_id").values_list(*fields)]))
+rows[0].label, rows[0].billed, rows[1].spans, rows[1].cost = odd[::-1], 2.5, [odd, None], float("-inf")
+update_rows(PooledMessage, rows, ["label", "billed", "spans", "cost"], keys=("agent_id", "message_id"), run_id=run.pk)
+print(json.dumps([[repr(v) for v in row] for row in PooledMessage.objects.order_by("message_id").values_list(*fields)]))
+agent = Agent.objects.create(run=run, agent_id="a")
+agent.blocked_since = datetime(2026, 12, 4, 5, 6, 7, 891011, tzinfo=timezone.utc)
+update_rows(Agent, [agent], ["blocked_since"])
+print(repr(Agent.objects.get(pk=agent.pk).blocked_since))
+"""
+
+
+def test_the_folds_bulk_writes_keep_every_value_on_postgresql(pg_env):
+    inserted, updated, moment = manage(pg_env, "shell", "-c", ROUND_TRIP).stdout.decode().splitlines()[-3:]
+    odd = 'a "quote", a back\\slash, {braces}, a comma, ünïcödé ✓, \'single\', \n a newline'
+    assert json.loads(inserted) == [
+        ["'a'", "'m1'", repr(odd), "[[1, 2]]", "inf", "nan", repr(2**62), "True", "None"],
+        ["'a'", "'m2'", "''", repr({"k": odd, "n": None}), "-inf", "None", "None", "False", "1e-300"]]
+    assert json.loads(updated) == [
+        ["'a'", "'m1'", repr(odd[::-1]), "[[1, 2]]", "2.5", "nan", repr(2**62), "True", "None"],
+        ["'a'", "'m2'", "''", repr([odd, None]), "-inf", "-inf", "None", "False", "1e-300"]]
+    assert moment == "datetime.datetime(2026, 12, 4, 5, 6, 7, 891011, tzinfo=datetime.timezone.utc)"
+
+
 PAGES = """
 from django.contrib.auth.models import User
 from django.test import Client
