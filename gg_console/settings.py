@@ -84,7 +84,10 @@ TEMPLATES = [
 ]
 
 if os.environ.get("DATABASE_URL"):
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
+    # No persistent connections: Django keeps them per thread, and under Daphne each request runs in a
+    # thread of its own, so a connection kept after its request is never used again and stays open
+    # until the collector finds it (PostgreSQL refused the scale bench's streams: "too many clients").
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
 else:
     DATABASES = {
         "default": {

@@ -125,7 +125,7 @@ def update_rows(model, objs, field_names, keys=None, **constants) -> None:
                          + [f"t.{qn(c)} = %s" for c in constants]
                          + [f"t.{c} = ANY(%s::{_type(f)}[])" for c, f in zip(columns[len(fields):], key_fields)]),
         )
-        keys_values = [list(column) for column in zip(*rows)][len(fields):]
+        keys_values = [[row[i] for row in rows] for i in range(len(fields), len(columns))]
         with connection.cursor() as cursor:
             cursor.execute(sql, _json_columns(rows, len(columns)) + list(constants.values()) + keys_values)
         return
