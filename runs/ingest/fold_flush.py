@@ -116,14 +116,14 @@ def update_rows(model, objs, field_names, keys=None, **constants) -> None:
     if connection.vendor == "postgresql":
         key_fields = [model._meta.get_field(k) for k in keys]
         columns = [qn(f.column) for f in fields + key_fields]
+        keyed = list(zip(columns[len(fields):], key_fields))
         sql = "UPDATE {} AS t SET {} FROM {} AS v({}) WHERE {}".format(
             table,
             ", ".join(f"{c} = v.{c}::{_type(f)}" for c, f in zip(columns, fields)),
             _columns(len(columns)),
             ", ".join(columns),
-            " AND ".join([f"t.{c} = v.{c}::{_type(f)}" for c, f in zip(columns[len(fields):], key_fields)]
-                         + [f"t.{qn(c)} = %s" for c in constants]
-                         + [f"t.{c} = ANY(%s::{_type(f)}[])" for c, f in zip(columns[len(fields):], key_fields)]),
+            " AND ".join([f"t.{c} = v.{c}::{_type(f)}" for c, f in keyed] + [f"t.{qn(c)} = %s" for c in constants]
+                         + [f"t.{c} = ANY(%s::{_type(f)}[])" for c, f in keyed]),
         )
         keys_values = [[row[i] for row in rows] for i in range(len(fields), len(columns))]
         with connection.cursor() as cursor:

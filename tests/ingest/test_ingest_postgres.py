@@ -74,7 +74,6 @@ def test_nul_characters_and_numbers_past_a_double_on_postgresql(pg_env, tmp_path
     assert dump(pg_env)["hostile"] == before
 
 
-
 # The fold's writes on PostgreSQL send each column as one JSON array (runs.ingest.fold_flush._columns):
 # values JSON has no number or type for, and text JSON must escape, come back as they were written.
 ROUND_TRIP = r"""
