@@ -6,7 +6,7 @@ import shutil
 from django.db import transaction
 from django.utils import timezone
 
-from runs.ingest.services import RunNameError, run_create, run_name_problem, run_set_status
+from runs.ingest.services import RunNameError, RunNameTaken, run_create, run_name_problem, run_set_status
 from runs.launch import dispatch
 from runs.engine import run_workspace as workspace
 from runs.launch.forms import LaunchForm
@@ -35,10 +35,7 @@ def run_launch(*, form: LaunchForm, upload=None, user=None):
         return None
     try:
         with transaction.atomic():
-            run = run_create(
-                name=name or _fresh_name(run_spec.root.slug), source=Run.Source.ENGINE, status=Run.Status.QUEUED,
-                created_by=user, launch_spec=form.spec, capability_set=run_spec.capability_set(),
-            )
+            run = _create_queued(name, run_spec, form.spec, user)
             dest = workspace.workspace_dir(run)
             shutil.rmtree(dest, ignore_errors=True)  # a deleted run's leftovers under a reused id
             if upload is not None:
@@ -54,6 +51,21 @@ def run_launch(*, form: LaunchForm, upload=None, user=None):
         form.add_error("name", str(exc))
         return None
     return run
+
+
+def _create_queued(name, run_spec, spec, user):
+    """The queued run under the operator's name, or under a made-up one: a made-up name taken
+    meanwhile (launches in the same second, as twenty at once from a script) is made up again
+    rather than refused, since the operator never chose it."""
+    for attempt in range(5):
+        try:
+            return run_create(
+                name=name or _fresh_name(run_spec.root.slug), source=Run.Source.ENGINE, status=Run.Status.QUEUED,
+                created_by=user, launch_spec=spec, capability_set=run_spec.capability_set(),
+            )
+        except RunNameTaken:
+            if name or attempt == 4:
+                raise
 
 
 def run_cancel(run):

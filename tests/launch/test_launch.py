@@ -118,6 +118,23 @@ def test_a_refused_zip_is_named_with_the_other_problems_and_nothing_is_created(o
 
 
 @pytest.mark.django_db
+def test_a_made_up_run_name_taken_meanwhile_is_made_up_again_not_refused(operator_client, monkeypatch):
+    """Launches in the same second (twenty at once from a script) can make up the same name; the
+    operator never chose it, so the launch goes on under another. A name they chose is refused."""
+    Run.objects.create(name="author-taken", source=Run.Source.ENGINE)
+    made_up = iter(["author-taken", "author-free"])  # the random part drew a name in use first
+    monkeypatch.setattr(services, "_fresh_name", lambda slug: next(made_up))
+    fields = demo_form(operator_client, "review")
+    assert fields.get("name", [""]) == [""]  # the demo leaves the name to be made up
+    response = operator_client.post(reverse("runs:new"), fields)
+    assert response.status_code == 302, response.content.decode()
+    assert Run.objects.get(name="author-free").status == Run.Status.QUEUED
+    chosen = operator_client.post(reverse("runs:new"), {**fields, "name": ["author-taken"]})
+    assert chosen.status_code == 400 and "already exists" in chosen.content.decode()
+    assert Run.objects.count() == 2
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("members, words", [
     (["a.txt", "a.txt"], "collides with another member"), (["a", "a/b"], "collides with the file"),
     (["."], "names no file"), (["n" * 300], "over 255 bytes")], ids=["collision", "nested", "dot", "long"])
