@@ -84,10 +84,13 @@ TEMPLATES = [
 ]
 
 if os.environ.get("DATABASE_URL"):
-    # No persistent connections: Django keeps them per thread, and under Daphne each request runs in a
-    # thread of its own, so a connection kept after its request is never used again and stays open
-    # until the collector finds it (PostgreSQL refused the scale bench's streams: "too many clients").
+    # Pooled connections (psycopg-pool), at most twelve per process. Django keeps persistent
+    # connections per thread, and under Daphne each request runs in a thread of its own, so a kept
+    # connection was never used again (PostgreSQL refused the scale bench's streams: "too many
+    # clients"); without keeping any, every request and every consumer call connected afresh, a
+    # backend forked each time, and under the scale bench WebSocket handshakes timed out behind them.
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 2, "max_size": 12, "timeout": 10}
 else:
     DATABASES = {
         "default": {
