@@ -89,7 +89,9 @@ if os.environ.get("DATABASE_URL"):
     # connection was never used again (PostgreSQL refused the scale bench's streams: "too many
     # clients"); without keeping any, every request and every consumer call connected afresh, a
     # backend forked each time, and under the scale bench WebSocket handshakes timed out behind them.
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
+    # Health checks: a connection handed out is tried first (one empty query), so one that died in the
+    # pool (the database restarted) is replaced instead of failing a request.
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0, conn_health_checks=True)}
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 2, "max_size": 12, "timeout": 10}
 else:
     DATABASES = {

@@ -12,3 +12,5 @@ urlpatterns = [
     path("glossary/", surfaces_views.glossary, name="glossary"),
     path("", include("runs.urls")),
 ]
+
+handler500 = "gg_console.errors.server_error"
