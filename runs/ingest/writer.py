@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from runs.ingest import facts as run_facts
+from runs.ingest import facts as run_facts, statistics
 from runs.feed import checkpoints, doorbell, search
 from runs.ingest.fold import FoldRow, fold
 from runs.ingest.lines import MAX_LINE_BYTES, OversizeLine, dump_record, iter_lines, parse_line
@@ -102,6 +102,7 @@ class _Import:
             return
         with transaction.atomic():
             run = Run.objects.select_for_update().get(pk=self.run.pk)
+            before = run.last_seq
             if self.fresh_run is None:
                 self.fresh_run = run.last_seq == 0 and run.rejected_count == 0
             accepted = [line for line in lines if line.rejection is None]
@@ -139,6 +140,7 @@ class _Import:
             if rows or folded.status_changed:
                 doorbell.ring_on_commit(run.pk, run.last_seq, run.status if folded.status_changed else None)
         _copy_run_fields(run, self.run)
+        statistics.keep_up(before, run.last_seq)
 
     def _drop_duplicates(self, run, accepted, digests):
         unknown = {d for d in digests if d not in self.baseline}

@@ -476,3 +476,11 @@ def test_a_run_name_with_a_nul_is_refused_by_name():
 
     with pytest.raises(ValueError, match="NUL"):
         services.run_get_or_create(name="a\x00b")
+
+
+def test_the_planners_statistics_are_refreshed_at_each_doubling_of_a_run_from_4096():
+    from runs.ingest.statistics import crossed
+
+    assert [n for n in range(1, 70_000) if crossed(n - 1, n)] == [4096, 8192, 16384, 32768, 65536]
+    assert crossed(0, 100_000) and crossed(4000, 4100)  # one chunk can cross one or more
+    assert not crossed(4096, 8191) and not crossed(0, 4095)
