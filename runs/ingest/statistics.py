@@ -9,9 +9,13 @@ than twice its records in the whole log, the database is analyzed: a few times i
 (sampling bounds each one's cost), and never once the log holds far more than the run.
 """
 
-from django.db import connection
+import logging
+
+from django.db import DatabaseError, connection
 
 FIRST = 4096
+
+log = logging.getLogger(__name__)
 
 
 def crossed(before, after):
@@ -20,11 +24,16 @@ def crossed(before, after):
 
 
 def keep_up(before, after):
-    """After a chunk took a run from `before` to `after` records (outside its transaction)."""
-    if connection.vendor != "postgresql" or not crossed(before, after):
+    """After a chunk took a run from `before` to `after` records and committed. Not inside a caller's
+    transaction (ANALYZE would hold its lock until that commits), and a failure here fails nothing:
+    the records are stored, and autovacuum catches up."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block or not crossed(before, after):
         return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'runs_event'::regclass")
-        (known,) = cursor.fetchone()  # -1 before the first ANALYZE
-        if known < 2 * after:
-            cursor.execute("ANALYZE")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'runs_event'::regclass")
+            (known,) = cursor.fetchone()  # -1 before the first ANALYZE
+            if known < 2 * after:
+                cursor.execute("ANALYZE")
+    except DatabaseError:
+        log.warning("the planner's statistics were not refreshed at %s records", after, exc_info=True)
