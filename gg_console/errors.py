@@ -15,14 +15,15 @@ RETRY_AFTER_SECONDS = 5
 def server_error(request):
     # Django calls this from its handler of the uncaught exception, with that exception at hand.
     busy = isinstance(sys.exc_info()[1], OperationalError)
+    status = 503 if busy else 500
     if request.path.startswith("/api/"):
         message = (f"The database did not answer in time; try again in {RETRY_AFTER_SECONDS} s (a GET of the "
                    "run's events says in X-Last-Seq how far it is stored)." if busy
                    else "The server failed; the error is in its log.")
-        response = JsonResponse({"error": message}, status=503 if busy else 500)
+        response = JsonResponse({"error": message}, status=status)
     else:
         response = HttpResponse(render_to_string("500.html", {"busy": busy, "retry": RETRY_AFTER_SECONDS}),
-                                status=503 if busy else 500)
+                                status=status)
     if busy:
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response

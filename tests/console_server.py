@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from tests.paths import REPO
@@ -77,6 +79,12 @@ class ConsoleServer:
         session_key, pk = out.splitlines()[-1].split()
         return session_key, int(pk)
 
+    def push_events(self, run, body: bytes):
+        """POST an NDJSON body to /api/runs/<run>/events with the token, as a pushing gg does:
+        (status, headers, text), whatever the status."""
+        return ask(urllib.request.Request(f"{self.url}/api/runs/{run}/events", data=body, method="POST", headers={
+            "Authorization": f"Bearer {self.token}", "Content-Type": "application/x-ndjson"}))
+
     def feed_socket(self, run_pk, session_key, after=0):
         """(URL, headers) of run `run_pk`'s feed socket as the operator's browser opens it."""
         url = self.url.replace("http://", "ws://") + f"/ws/runs/{run_pk}/feed/?after={after}"
@@ -112,6 +120,15 @@ class ConsoleServer:
     def restart(self):
         self.stop()
         self.start()
+
+
+def ask(request):
+    """(status, headers, text) of an HTTP request, whatever its status."""
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read().decode(errors="replace")
 
 
 def login(page, server, username="operator"):

@@ -12,13 +12,12 @@ error page in words elsewhere."""
 
 import json
 import time
-import urllib.error
 import urllib.request
 
 import psycopg
 import pytest
 
-from tests.console_server import ConsoleServer
+from tests.console_server import ConsoleServer, ask
 from tests.ingest_helpers import PG
 
 pytestmark = pytest.mark.scale
@@ -38,20 +37,8 @@ def pg_server(pg_env, tmp_path):
         server.stop()
 
 
-def _ask(request):
-    """(status, headers, body) of a request, whatever its status."""
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, response.headers, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read().decode()
-
-
 def _push(server, run_pk, message):
-    return _ask(urllib.request.Request(
-        f"{server.url}/api/runs/{run_pk}/events", method="POST",
-        data=json.dumps({"type": "log", "level": "info", "message": message}).encode(),
-        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/x-ndjson"}))
+    return server.push_events(run_pk, json.dumps({"type": "log", "level": "info", "message": message}).encode())
 
 
 def test_requests_on_postgresql_reuse_pooled_connections_instead_of_leaving_them_open(pg_server):
@@ -75,7 +62,7 @@ def test_a_database_that_does_not_answer_is_a_503_and_the_console_recovers(pg_se
         assert _push(server, run_pk, "before")[0] == 200
         drop_connections()  # as a restart of the database does: the pool's connections are dead
         assert _push(server, run_pk, "restarted")[0] == 200
-        assert _ask(page)[0] == 200
+        assert ask(page)[0] == 200
         admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
         drop_connections()
         try:
@@ -83,7 +70,7 @@ def test_a_database_that_does_not_answer_is_a_503_and_the_console_recovers(pg_se
             assert status == 503, body
             assert headers["Retry-After"] == "5"
             assert "did not answer in time" in json.loads(body)["error"]
-            status, headers, body = _ask(page)
+            status, headers, body = ask(page)
             assert status == 503
             assert headers["Retry-After"] == "5"
             assert "The database is busy" in body
@@ -93,7 +80,7 @@ def test_a_database_that_does_not_answer_is_a_503_and_the_console_recovers(pg_se
     while (answer := _push(server, run_pk, "after"))[0] != 200 and time.monotonic() < deadline:
         time.sleep(1)
     assert answer[0] == 200, answer
-    assert _ask(page)[0] == 200
+    assert ask(page)[0] == 200
     with psycopg.connect(PG + database) as conn:
         stored = conn.execute("SELECT raw FROM runs_event WHERE run_id = %s ORDER BY seq", [run_pk]).fetchall()
     messages = [json.loads(raw)["message"] for raw, in stored]

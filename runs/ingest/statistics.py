@@ -13,6 +13,8 @@ import logging
 
 from django.db import DatabaseError, connection
 
+from runs.models import Event
+
 FIRST = 4096
 
 log = logging.getLogger(__name__)
@@ -31,7 +33,7 @@ def keep_up(before, after):
         return
     try:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'runs_event'::regclass")
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [Event._meta.db_table])
             (known,) = cursor.fetchone()  # -1 before the first ANALYZE
             if known < 2 * after:
                 cursor.execute("ANALYZE")

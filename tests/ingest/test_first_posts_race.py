@@ -6,7 +6,6 @@ embedded SQLite file and on PostgreSQL."""
 
 import json
 import threading
-import urllib.error
 import urllib.request
 
 import pytest
@@ -29,14 +28,9 @@ def _servers(var_dir, database_url=None):
     return first, second
 
 
-def _post(url, token, body):
-    request = urllib.request.Request(url, data=body, method="POST", headers={
-        "Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")[:500]
+def _post(server, name, body):
+    status, _, text = server.push_events(name, body)
+    return (status, json.loads(text)) if status == 200 else (status, text[:500])
 
 
 def _race(servers, name):
@@ -49,7 +43,7 @@ def _race(servers, name):
     def poster(p):
         server = servers[p % len(servers)]
         start.wait()
-        answers[p] = _post(f"{server.url}/api/runs/{name}/events", server.token, b"\n".join(bodies[p]) + b"\n")
+        answers[p] = _post(server, name, b"\n".join(bodies[p]) + b"\n")
 
     threads = [threading.Thread(target=poster, args=(p,)) for p in range(POSTERS)]
     for thread in threads:
