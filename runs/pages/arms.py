@@ -17,8 +17,8 @@ from surfaces.catalogue import OPERATIONS
 @require_GET
 def arms_page(request, pk):
     run = get_run(pk)
-    return render(request, "runs/arms.html", run_context(
-        run, "arms", comparison=arms_comparison(run_agents(run))))
+    agents = run_agents(run)
+    return render(request, "runs/arms.html", run_context(run, "arms", agents, comparison=arms_comparison(agents)))
 
 
 def arms_comparison(agents: list[Agent]) -> dict:

@@ -16,8 +16,16 @@ from runs.stream.vocabulary import TURN_ERROR_TYPE_LABELS, TURN_ERROR_TYPES
 from surfaces.arms import spelling_for
 
 
-def run_context(run: Run, tab: str, **extra) -> dict:
-    """The context every page extending runs/run_base.html needs (the header and the tab bar)."""
+def run_context(run: Run, tab: str, agents: list[Agent] | None = None, holdings: list[Holding] | None = None,
+                /, **extra) -> dict:
+    """The context every page extending runs/run_base.html needs (the header and the tab bar).
+    `agents` (and `holdings`): the run's, when the page read them already, so that the tab bar's
+    divergence badge counts from them instead of reading them again (positional, so that a page's
+    own `agents` or `holdings` in `extra` are the template's)."""
+    if agents is not None:
+        from runs.pages.divergences import divergence_count  # it reads this module's selectors
+
+        divergence_count(run, agents, holdings)
     header = run_selectors.run_header(run)
     header["spend"] = run_costs(run)  # the cost the header shows: priced where the stream has none
     return {"run": run, "tab": tab, "header": header, **extra}

@@ -45,11 +45,12 @@ def declared_memories_scope(capability_set, agent: Agent, holding: Holding) -> s
     return holding.scope
 
 
-def divergence_count(run: Run) -> int:
-    """For the tab badge; remembered on the run object so a page asks once."""
+def divergence_count(run: Run, agents: list[Agent] | None = None, holdings: list[Holding] | None = None) -> int:
+    """For the tab badge; remembered on the run object so a page asks once, from the agents (and
+    roster rows) the page read already when it passes them."""
     if not hasattr(run, "_divergence_count"):
-        agents = run_agents(run)
-        run._divergence_count = len(run_divergences(run, agents, run_holdings(run, agents)))
+        agents = run_agents(run) if agents is None else agents
+        run_divergences(run, agents, run_holdings(run, agents) if holdings is None else holdings)
     return run._divergence_count
 
 

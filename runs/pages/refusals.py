@@ -27,8 +27,9 @@ ENTRY_COLUMNS = ("seq", "kind", "partner", "turn", "operation", "written", "fail
 @require_GET
 def refusals_page(request, pk):
     run = get_run(pk)
+    agents = run_agents(run)
     return render(request, "runs/refusals.html", run_context(
-        run, "refusals", refusals=run_refusals(run, run_agents(run))))
+        run, "refusals", agents, refusals=run_refusals(run, agents)))
 
 
 @require_GET

@@ -31,12 +31,13 @@ STORES_SHOWN = 50
 def stores_page(request, pk):
     run = get_run(pk)
     agents = run_agents(run)
-    stores = store_index(run, agents, run_holdings(run, agents))
+    holdings = run_holdings(run, agents)
+    stores = store_index(run, agents, holdings)
     page = request.GET.get("page", "")
     page = int(page) if page.isdigit() and int(page) > 0 else 1  # anything else: the first page
     show = request.GET.get("show", "")
     groups = store_pages(stores_by_kind(stores), request.GET.get("kind", ""), page, show if show in SHOWN else "")
-    return render(request, "runs/stores.html", run_context(run, "stores", groups=groups, show=show,
+    return render(request, "runs/stores.html", run_context(run, "stores", agents, holdings, groups=groups, show=show,
                                                            origins=roster_records(run)))
 
 

@@ -26,7 +26,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from runs.access import turn_url_base
-from runs.models import Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan
+from runs.models import Agent, Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan
 from runs.models.timeline import LEVELS, SLOTS, epoch_ms, read_ticks
 from runs.pages.agents import agent_forest
 from runs.pages.common import run_agents, run_context
@@ -232,7 +232,7 @@ def _ticks(ticks) -> list[tuple[str, str]]:
     return out
 
 
-def build(run: Run, start=None, end=None) -> dict:
+def build(run: Run, agents: list[Agent], start=None, end=None) -> dict:
     lanes, (lo, hi, total) = lanes_data(run, start, end)
     span = max(hi - lo, 1e-3)
     scale = WIDTH / span
@@ -240,7 +240,7 @@ def build(run: Run, start=None, end=None) -> dict:
     def x(t):
         return (t - lo) * scale
 
-    forest = agent_forest(run_agents(run))
+    forest = agent_forest(agents)
     rows, y_of = [], {}
     for i, row in enumerate(forest):
         agent = row.agent
@@ -285,5 +285,6 @@ def build(run: Run, start=None, end=None) -> dict:
 @require_GET
 def timeline(request, pk):
     run = get_object_or_404(Run, pk=pk)
-    data = build(run, _float(request.GET.get("start")), _float(request.GET.get("end")))
-    return render(request, "runs/timeline.html", run_context(run, "timeline", timeline=data))
+    agents = run_agents(run)
+    data = build(run, agents, _float(request.GET.get("start")), _float(request.GET.get("end")))
+    return render(request, "runs/timeline.html", run_context(run, "timeline", agents, timeline=data))

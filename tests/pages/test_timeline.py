@@ -68,10 +68,11 @@ def test_a_long_run_draws_a_bounded_picture_in_the_same_queries(viewer_client):
 
 def _picture(run, start=None, end=None):
     """{agent: (pixels its blocks cover, error blocks' pixels, tick columns, failed tick columns)}."""
+    from runs.pages.common import run_agents
     from runs.pages.timeline import build
 
     out = {}
-    for row in build(run, start, end)["rows"]:
+    for row in build(run, run_agents(run), start, end)["rows"]:
         covered, errors = set(), set()
         for rect in re.finditer(r'<rect class="turn( error)?" x="([\d.]+)" y="6" width="([\d.]+)"', str(row["blocks"])):
             x, w = float(rect[2]), float(rect[3])
