@@ -22,13 +22,9 @@ def run_context(run: Run, tab: str, agents: list[Agent] | None = None, holdings:
     `agents` (and `holdings`): the run's, when the page read them already, so that the tab bar's
     divergence badge counts from them instead of reading them again (positional, so that a page's
     own `agents` or `holdings` in `extra` are the template's)."""
-    if agents is not None:
-        from runs.pages.divergences import divergence_count  # it reads this module's selectors
-
-        divergence_count(run, agents, holdings)
     header = run_selectors.run_header(run)
     header["spend"] = run_costs(run)  # the cost the header shows: priced where the stream has none
-    return {"run": run, "tab": tab, "header": header, **extra}
+    return {"run": run, "tab": tab, "header": header, "badge_reads": (agents, holdings), **extra}
 
 
 def get_run(pk) -> Run:

@@ -29,9 +29,10 @@ AXIS_LEFT = 52  # room for the token labels
 AXIS_BOTTOM = 30  # room for the turn labels and the axis title
 
 
-@register.simple_tag
-def divergence_count(run):
-    return _divergence_count(run)
+@register.simple_tag(takes_context=True)
+def divergence_count(context, run):
+    """The tab badge's count, from the agents and roster rows the page read (`run_context`) if any."""
+    return _divergence_count(run, *context.get("badge_reads", (None, None)))
 
 
 @register.inclusion_tag("runs/_error_turns.html")
