@@ -1,13 +1,16 @@
 """The console's answer to a request that failed on the server: 503 with Retry-After when the
 database did not answer (every pooled connection busy past the pool's timeout, a locked SQLite file
 past its busy timeout, the server restarting), which passes; 500 for anything else. JSON on the API,
-whose clients are programs; the standalone error page elsewhere."""
+whose clients are programs; the standalone error page elsewhere. And its 404 page, which says why
+when the view said."""
 
 import sys
 
 from django.db import OperationalError
 from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.urls import Resolver404
 
 RETRY_AFTER_SECONDS = 5
 
@@ -27,3 +30,11 @@ def server_error(request):
     if busy:
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
+
+
+def not_found(request, exception):
+    # A view's Http404 names what is missing ("Run 'x' has no agent 'y'."); an address no route
+    # matches (Resolver404) has only the address to show.
+    reason = "" if isinstance(exception, Resolver404) else next(
+        (arg for arg in exception.args[:1] if isinstance(arg, str)), "")
+    return render(request, "404.html", {"request_path": request.path, "reason": reason}, status=404)

@@ -13,4 +13,5 @@ urlpatterns = [
     path("", include("runs.urls")),
 ]
 
+handler404 = "gg_console.errors.not_found"
 handler500 = "gg_console.errors.server_error"

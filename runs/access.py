@@ -14,13 +14,14 @@ from django.http import JsonResponse
 from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
 from runs.models import IngestToken, Run
+from runs.stream.record import whole_number
 
 
 def run_resolve(ref) -> Run | None:
     """A run by pk (all digits) or by name; None when there is none."""
     ref = str(ref).strip()
-    if ref.isdigit():
-        run = Run.objects.filter(pk=int(ref)).first()
+    if (pk := whole_number(ref)) is not None:
+        run = Run.objects.filter(pk=pk).first()
         if run is not None:
             return run
     return Run.objects.filter(name=ref).first()

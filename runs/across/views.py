@@ -26,6 +26,7 @@ from runs.across import analysis, charts, compare, filters, run_list as listing,
 from runs.access import may_delete_runs, may_launch, readable_run, run_resolve
 from runs.ingest import services, stored
 from runs.models import Run, SavedView
+from runs.stream.record import whole_number
 
 EXPORT_MAX = 50  # runs per export archive
 
@@ -56,7 +57,7 @@ def _toggle(column: str, current: str) -> str:
 def runs_selected(request):
     """The list's selection: compare (exactly two), export (a zip of their streams) or delete (a
     confirmation page first; `confirm` deletes, each run through the one run_delete service)."""
-    ids = [int(v) for v in request.POST.getlist("run") if v.isdigit()]
+    ids = [pk for v in request.POST.getlist("run") if (pk := whole_number(v)) is not None]
     runs = list(Run.objects.filter(pk__in=ids).order_by("-created_at", "-id"))
     action = request.POST.get("action", "")
     back = reverse("runs:list") + ("?" + request.POST["back"] if request.POST.get("back") else "")

@@ -19,6 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 from runs.access import bearer_token, readable_run, run_resolve, run_write_problem, token_scope_problem, unauthorized
 from runs.ingest import services, writer
 from runs.models import Run
+from runs.stream.record import whole_number
 from runs.ingest.views import ndjson_response
 
 
@@ -59,7 +60,7 @@ def _post(request, ref):
     if scoped:
         return JsonResponse({"error": scoped}, status=403)
     if run is None:
-        if str(ref).isdigit():
+        if whole_number(str(ref).strip()) is not None:
             return JsonResponse({"error": f"No run with id {ref}."}, status=404)
         try:
             run, created = services.run_get_or_create(name=str(ref), source=Run.Source.API, created_by=user)

@@ -32,6 +32,7 @@ from runs.launch.labels import field_labels
 from runs.launch.post import PostParser
 from runs.launch.prefill import readable
 from runs.launch.starter import is_starter, starter_script
+from runs.stream.record import whole_number
 
 
 
@@ -149,18 +150,19 @@ class LaunchForm:
         """`add-profile`, `remove-profile:<i>`, `fill-allowlist:<i>`; anything else just re-renders."""
         agents = self.spec["agents"]
         verb, _, arg = action.partition(":")
+        i = whole_number(arg)  # the profile's index: None for anything else
         if verb == "add-profile":
             n = len(agents)
             taken = {a.get("slug") for a in agents}
             while f"agent-{n}" in taken:
                 n += 1
             agents.append(default_profile(f"agent-{n}", f"Agent {n}"))
-        elif verb == "remove-profile" and arg.isdigit() and len(agents) > 1 and int(arg) < len(agents):
-            del agents[int(arg)]
-        elif verb == "switch-mode" and arg.isdigit() and int(arg) < len(agents):
-            self.notes += switch_mode(agents[int(arg)], int(arg))
-        elif verb == "fill-allowlist" and arg.isdigit() and int(arg) < len(agents):
-            profile = agents[int(arg)]
+        elif verb == "remove-profile" and i is not None and len(agents) > 1 and i < len(agents):
+            del agents[i]
+        elif verb == "switch-mode" and i is not None and i < len(agents):
+            self.notes += switch_mode(agents[i], i)
+        elif verb == "fill-allowlist" and i is not None and i < len(agents):
+            profile = agents[i]
             profile.pop("tools", None)
             profile.pop("operations", None)
             key, names = derived_allowlist(profile)

@@ -6,6 +6,7 @@ Viewing needs a login (the middleware); launching, cancelling and saving need ru
 from functools import wraps
 
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -18,6 +19,7 @@ from runs.launch.forms import WORKSPACE_FIELD, LaunchForm, dom_id
 from runs.launch.rerun import rerun_spec
 from runs.launch.starter import dry_run
 from runs.models import Run, SavedConfiguration
+from runs.stream.record import whole_number
 
 
 def launch_permission_required(view):
@@ -126,8 +128,11 @@ def configuration_delete(request, pk):
 
 
 def _initial_form(request):
-    if pk := request.GET.get("configuration"):
-        configuration = get_object_or_404(SavedConfiguration, pk=pk)
+    if ref := request.GET.get("configuration"):
+        pk = whole_number(ref)
+        configuration = SavedConfiguration.objects.filter(pk=pk).first() if pk is not None else None
+        if configuration is None:
+            raise Http404(f"No saved configuration {ref!r}.")
         form = LaunchForm.from_spec(configuration.spec)
         form.configuration = {"name": configuration.name, "description": configuration.description,
                               "loaded": str(configuration.pk)}

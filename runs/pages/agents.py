@@ -13,7 +13,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.stream.record import as_list, gg_record
+from runs.stream.record import as_list, gg_record, whole_number
 from runs.stream.prices import model_prices
 from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Holding, Run
@@ -64,7 +64,7 @@ def agent_page(request, pk, agent_id):
         raise Http404(f"Run {run.name!r} has no agent {agent_id!r}.")
     surface = agent_surface_counts(agent)
     before = request.GET.get("programs_before", "")
-    before = int(before) if before.isdigit() else None  # anything else: the latest programs
+    before = whole_number(before)  # anything else (None): the latest programs
     programs, more_programs = agent_programs(run, agent.agent_id, before=before)
     return render(request, "runs/agent.html", run_context(
         run, "agents", agent=agent, surface=surface, call_surface=call_surface(agent),

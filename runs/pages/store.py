@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 from runs.models import Holding, MemoryRevision, ModuleStore
 from runs.pages.common import get_run, run_context
 from runs.pages.stores import holder_cost
+from runs.stream.record import whole_number
 from runs.stream.vocabulary import OPEN_AGENT_STATUSES
 
 # A memory written every turn of a long run has thousands of revisions: a page at a time, oldest first.
@@ -36,7 +37,7 @@ def store_page(request, pk, module_id):
     total = revisions.count()
     pages = max(1, -(-total // REVISIONS_SHOWN))
     page = request.GET.get("page", "")
-    page = min(int(page), pages) if page.isdigit() and int(page) > 0 else 1
+    page = min(whole_number(page) or 1, pages)  # anything else: the first page
     shown = list(revisions[(page - 1) * REVISIONS_SHOWN:page * REVISIONS_SHOWN])
     return render(request, "runs/store.html", run_context(
         run, "stores", store=store, holders=holders, revisions=shown, revision_total=total, page=page, pages=pages,

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from django.db.models import Count
 
+from runs.stream.record import whole_number
 from runs.stream.vocabulary import MODULE_KINDS, OPEN_AGENT_STATUSES
 from runs.models import Agent, Holding, MemoryRevision, ModuleStore, Run
 from runs.pages.origins import roster_records
@@ -34,7 +35,7 @@ def stores_page(request, pk):
     holdings = run_holdings(run, agents)
     stores = store_index(run, agents, holdings)
     page = request.GET.get("page", "")
-    page = int(page) if page.isdigit() and int(page) > 0 else 1  # anything else: the first page
+    page = whole_number(page) or 1  # anything else: the first page
     show = request.GET.get("show", "")
     groups = store_pages(stores_by_kind(stores), request.GET.get("kind", ""), page, show if show in SHOWN else "")
     return render(request, "runs/stores.html", run_context(run, "stores", agents, holdings, groups=groups, show=show,
@@ -150,7 +151,8 @@ def store_index(run: Run, agents: list[Agent], holdings: list[Holding]) -> list[
 def _id_key(module_id: str):
     """`memories-10` after `memories-9`."""
     head, _, tail = module_id.rpartition("-")
-    return (head, int(tail)) if tail.isdigit() else (module_id, -1)
+    n = whole_number(tail)
+    return (head, n) if n is not None else (module_id, -1)
 
 
 def stores_by_kind(stores: list[StoreView]) -> list[tuple[str, list[StoreView]]]:

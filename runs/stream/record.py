@@ -342,6 +342,17 @@ def ms_between(start: str, end: str):
     return (b - a).total_seconds() * 1000
 
 
+def whole_number(text) -> int | None:
+    """`text` read as a whole number when it is ASCII digits alone and fits a 64-bit integer column
+    (an id, seq or page in an address, a form or a store's id), else None. `str.isdigit` alone lets
+    "²" and other digit characters through, which `int` refuses, and a 5,000-digit text that `int`
+    refuses too (or a database cannot hold) is no address anyone wrote."""
+    if not (isinstance(text, str) and text.isascii() and text.isdigit() and len(text) <= 19):
+        return None
+    n = int(text)
+    return n if n < 2**63 else None
+
+
 def finite_number(value) -> bool:
     """A JSON number (not a bool) that is finite."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -197,3 +197,45 @@ def test_a_carried_pointer_named_like_markup_stays_text_on_the_conversation_page
     html = viewer_client.get(reverse("runs:conversation", args=(run.pk, "root"))).content.decode()
     assert "<img src=x" not in html and "<b>band" not in html
     assert '<li><span class="tag">&lt;b&gt;band</span> <code>&lt;img src=x&gt;</code></li>' in html
+
+
+def test_a_number_is_ascii_digits_that_fit_a_column_or_nothing():
+    from runs.stream.record import whole_number
+
+    assert [whole_number(t) for t in ("0", "42", str(2**63 - 1))] == [0, 42, 2**63 - 1]
+    for text in ("", " 1", "-1", "+1", "1_000", "1.0", "²", "٣", "１", str(2**63), "9" * 5000, None, 7):
+        assert whole_number(text) is None, text
+
+
+# Not digits `int` reads ("²" passes str.isdigit), past what `int` reads at all (5,000 digits), past
+# a 64-bit column: each an id, page or index somebody could type in an address or a form.
+NOT_NUMBERS = ["²", "9" * 5000, "9" * 30]
+
+
+@pytest.mark.parametrize("text", NOT_NUMBERS, ids=["superscript", "5000 digits", "past 64 bits"])
+def test_a_number_in_an_address_that_is_none_answers_as_unknown_never_a_500(operator_client, text):
+    run = Run.objects.create(name="numbers")
+    # A store id the stream chose, ending in what looks like a number: the Stores page sorts by it.
+    ingest.append(run, [{"type": "session_started"}, {"type": "agent_spawned", "agentId": "root"},
+                        {"type": "agent_modules", "agentId": "root", "modules": [
+                            {"kind": "memories", "moduleId": f"memories-{text}", "enabled": True, "origin": "created"},
+                            {"kind": "memories", "moduleId": "memories-2", "enabled": True, "origin": "created"}]}])
+    answers = {
+        "new from a configuration": operator_client.get(reverse("runs:new") + f"?configuration={text}"),
+        "an agent's earlier programs": operator_client.get(reverse("runs:agent", args=(run.pk, "root"))
+                                                           + f"?programs_before={text}"),
+        "a page of stores": operator_client.get(reverse("runs:stores", args=(run.pk,)) + f"?page={text}"),
+        "a page of a store's revisions": operator_client.get(
+            reverse("runs:store", args=(run.pk, "memories-2")) + f"?page={text}"),
+        "the report by run id": operator_client.get(reverse("runs:api_report", args=(text,))),
+        "compare by run id": operator_client.get(reverse("runs:compare") + f"?a={text}&b={run.pk}"),
+        "the runs selected": operator_client.post(reverse("runs:selected"), {"run": [text], "action": "compare"}),
+        "a profile removed by index": operator_client.post(reverse("runs:new"), {"action": f"remove-profile:{text}"}),
+    }
+    assert {what: r.status_code for what, r in answers.items()} == {
+        "new from a configuration": 404, "an agent's earlier programs": 200, "a page of stores": 200,
+        "a page of a store's revisions": 200, "the report by run id": 404, "compare by run id": 404,
+        "the runs selected": 302, "a profile removed by index": 200}
+    assert "No saved configuration" in answers["new from a configuration"].content.decode()
+    stores = answers["a page of stores"].content.decode()
+    assert stores.index("memories-2") < stores.index(f"memories-{text[:20]}")  # the number-like id after the numbered one
