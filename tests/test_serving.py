@@ -10,6 +10,7 @@ from django.test import Client, override_settings
 from django.urls import path
 
 from gg_console.urls import urlpatterns as console_urls
+from runs.models import Run
 
 pytestmark = pytest.mark.django_db
 
@@ -35,6 +36,15 @@ def test_a_wrong_url_shows_the_consoles_own_404(viewer_client):
 def test_a_missing_run_is_the_same_404(viewer_client):
     response = viewer_client.get("/runs/999999/")
     assert response.status_code == 404 and "Nothing here" in response.content.decode()
+
+
+@override_settings(DEBUG=False)
+def test_the_404_says_what_is_missing_when_the_page_said(viewer_client):
+    run = Run.objects.create(name="here")
+    missing_agent = viewer_client.get(f"/runs/{run.pk}/agents/<b>nobody</b>/").content.decode()
+    assert "Run &#x27;here&#x27; has no agent &#x27;&lt;b&gt;nobody&lt;/b&gt;&#x27;." in missing_agent  # escaped
+    no_route = viewer_client.get("/no/such/page/").content.decode()
+    assert 'id="not-found-reason"' not in no_route and "There is no page at" in no_route
 
 
 @override_settings(DEBUG=False)

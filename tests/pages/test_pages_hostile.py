@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from runs.ingest import writer as ingest
 from runs.models import Run
+from runs.stream.record import whole_number
 
 pytestmark = pytest.mark.django_db
 
@@ -200,8 +201,6 @@ def test_a_carried_pointer_named_like_markup_stays_text_on_the_conversation_page
 
 
 def test_a_number_is_ascii_digits_that_fit_a_column_or_nothing():
-    from runs.stream.record import whole_number
-
     assert [whole_number(t) for t in ("0", "42", str(2**63 - 1))] == [0, 42, 2**63 - 1]
     for text in ("", " 1", "-1", "+1", "1_000", "1.0", "²", "٣", "１", str(2**63), "9" * 5000, None, 7):
         assert whole_number(text) is None, text
