@@ -3,7 +3,6 @@
 input. Every rule beyond the types is `validate_spec`'s.
 """
 
-import json
 import re
 
 from surfaces import docviews
@@ -11,6 +10,7 @@ from surfaces import docviews
 from runs.launch.fields import (CHECKLIST, FORM_PROFILE_FIELDS, FORM_TOP_LEVEL, LIMITS, MACHINE, PARAM_CHOICES,
                                 RAC_PARAMS, REQUIRED_PARAM_TYPES, WORKSPACE_FIELD)
 from runs.launch.starter import starter_script
+from runs.stream.record import RecordError, loads_record
 
 class PostParser:
     """One pass over a QueryDict: builds the spec, the source of every path and the conversion errors."""
@@ -63,10 +63,12 @@ class PostParser:
         if not text:
             return None
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
+            # Read as a stream line is: no NaN or Infinity (the spec is stored and sent as JSON), no
+            # nesting past MAX_DEPTH, no number past what int() reads — each a field error, not a 500.
+            return loads_record(text)
+        except RecordError as exc:
             self.raw[name] = text
-            self.errors.append((path, f"not valid JSON: {exc}"))
+            self.errors.append((path, str(exc)))
             return None
 
     def merge_extra(self, target, name, path, own):

@@ -11,7 +11,9 @@ import pytest
 from django.urls import reverse
 
 from runs.engine.validation import validate_spec
+from runs.launch.forms import LaunchForm
 from runs.models import Run
+from tests.launch_helpers import form_fields, querydict
 
 DEMOS = Path(__file__).resolve().parents[2] / "runs" / "demo"
 GG_SET = {"agents": [
@@ -113,3 +115,26 @@ def test_the_shell_is_off_in_a_new_launch_form(operator_client):
 
     fields = form_fields(operator_client.get(reverse("runs:new")).content)
     assert "agents.0.cap.read-file" in fields and "agents.0.cap.shell" not in fields
+
+
+# A JSON field holding what json.loads turns into a 500 (a number past int()'s 4,300 digits: a
+# ValueError that is no JSONDecodeError; nesting past the recursion limit) or into a spec that is no
+# JSON (NaN, Infinity): each is the field's error.
+UNREADABLE = {"a number of 5,000 digits": ("9" * 5000, "not JSON: Exceeds the limit"),
+              "nested 100,000 deep": ("[" * 100_000, "nested deeper than 100 levels"),
+              "NaN": ('{"a": NaN}', "not JSON: NaN is not valid JSON"),
+              "Infinity": ("-Infinity", "not JSON: -Infinity is not valid JSON")}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("what", UNREADABLE)
+def test_a_json_field_json_cannot_read_safely_is_its_fields_error(operator_client, what):
+    text, error = UNREADABLE[what]
+    fields = form_fields(operator_client.get(reverse("runs:new")).content)
+    for name in ("hooks", "agents.0.extra", "limits.extra", "workspace.files"):
+        fields[name] = [text]
+    assert operator_client.post(reverse("runs:validate"), querydict(fields)).status_code == 200
+    form = LaunchForm.from_post(querydict(fields))
+    assert form.validate() is None
+    for name in ("hooks", "agents.0.extra", "limits.extra", "workspace.files"):
+        assert [e for e in form.errors_for(name) if e.startswith(error)], (name, form.errors_for(name))
