@@ -1,5 +1,5 @@
-"""Who may read a run, who may write, which run a reference names, and which agent ids a link can
-carry: the glue every flow's views share (the token API, the report, the inspector, compare,
+"""Who may read a run, who may write, which run a reference names, which agent ids a link can
+carry and where a form may send the browser back to: the glue every flow's views share (the token API, the report, the inspector, compare,
 import, the selection, launch), so none of them imports another flow's views and each permission
 question is answered in one place.
 """
@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 from django.http import JsonResponse
 from django.urls import NoReverseMatch, Resolver404, resolve, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from runs.models import IngestToken, Run
 from runs.stream.record import whole_number
@@ -118,6 +119,15 @@ def turn_url(run_pk, agent_id, turn) -> str:
 
 LAUNCH_PERMISSION = "runs.add_run"
 DELETE_PERMISSION = "runs.delete_run"
+
+
+def return_path(request, target: str, fallback: str) -> str:
+    """`target` when it is a path on this console (where a form returns to), else `fallback`: an
+    address elsewhere would be an open redirect, and a bare word ("²", "runs") is no path at all
+    (Django's redirect() reads one as a view name, and fails)."""
+    if target.startswith("/") and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return target
+    return fallback
 
 
 def may_launch(user) -> bool:

@@ -9,10 +9,9 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST, require_http_methods
 
-from runs.access import may_launch
+from runs.access import may_launch, return_path
 from runs.demo import demo_names, demo_spec
 from runs.launch import services
 from runs.launch.forms import WORKSPACE_FIELD, LaunchForm, dom_id
@@ -90,9 +89,7 @@ def run_rerun(request, pk):
 @launch_permission_required
 def run_cancel(request, pk):
     run = get_object_or_404(Run, pk=pk)
-    target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
-        target = reverse("runs:feed", args=[pk])
+    target = return_path(request, request.POST.get("next", ""), reverse("runs:feed", args=[pk]))
     if request.POST.get("confirm") != "yes":
         return _confirm(request, f"Cancel {run.name}?", [
             "The run stops at its next turn boundary. Everything it recorded so far is kept, and it can be "

@@ -3,9 +3,9 @@ fetches whenever the socket says the run moved, so every tab's header stays true
 
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
+from runs.access import return_path
 from runs.models import Run
 from runs.pages.common import run_context
 
@@ -13,7 +13,6 @@ from runs.pages.common import run_context
 @require_GET
 def run_header_frame(request, pk):
     run = get_object_or_404(Run, pk=pk)
-    next_path = request.GET.get("next", "")  # the page the frame sits on: where Cancel returns to
-    if not url_has_allowed_host_and_scheme(next_path, allowed_hosts={request.get_host()}):
-        next_path = reverse("runs:detail", args=[pk])
+    # The page the frame sits on: where Cancel returns to.
+    next_path = return_path(request, request.GET.get("next", ""), reverse("runs:detail", args=[pk]))
     return render(request, "runs/_run_frame.html", run_context(run, "", next_path=next_path))

@@ -200,9 +200,14 @@ def test_cancel_button_of_a_queued_run_cancels_it_on_the_spot(operator_client):
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELED and run.last_seq == 0
     assert not services.run_cancel(run)  # ended: nothing to cancel
-    off_site = operator_client.post(reverse("runs:cancel", args=[run.pk]),
-                                    {"next": "https://evil.example/", "confirm": "yes"})
-    assert off_site["Location"] == feed
+    # Back to a path on this console only: not off site, and not a bare word redirect() would read
+    # as a view name (a 500 before runs.access.return_path).
+    for target in ("https://evil.example/", "//evil.example/x", "名前", "²", "runs"):
+        answer = operator_client.post(reverse("runs:cancel", args=[run.pk]), {"next": target, "confirm": "yes"})
+        assert (answer.status_code, answer["Location"]) == (302, feed), target
+    agents = reverse("runs:agents", args=[run.pk])
+    assert operator_client.post(reverse("runs:cancel", args=[run.pk]),
+                                {"next": agents, "confirm": "yes"})["Location"] == agents
 
 
 @pytest.mark.django_db(transaction=True)
