@@ -1,7 +1,7 @@
 """Who may read a run, who may write, which run a reference names, which agent ids a link can
-carry and where a form may send the browser back to: the glue every flow's views share (the token API, the report, the inspector, compare,
-import, the selection, launch), so none of them imports another flow's views and each permission
-question is answered in one place.
+carry and where a form may send the browser back to: the glue every flow's views share (the token
+API, the report, the inspector, compare, import, the selection, launch), so none of them imports
+another flow's views and each permission question is answered in one place.
 """
 
 from __future__ import annotations

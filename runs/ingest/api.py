@@ -19,8 +19,8 @@ from django.views.decorators.csrf import csrf_exempt
 from runs.access import bearer_token, readable_run, run_resolve, run_write_problem, token_scope_problem, unauthorized
 from runs.ingest import services, writer
 from runs.models import Run
-from runs.stream.record import whole_number
 from runs.ingest.views import ndjson_response
+from runs.stream.record import whole_number
 
 
 @csrf_exempt

@@ -50,7 +50,8 @@ def divergence_count(run: Run, agents: list[Agent] | None = None, holdings: list
     roster rows) the page read already when it passes them."""
     if not hasattr(run, "_divergence_count"):
         agents = run_agents(run) if agents is None else agents
-        run_divergences(run, agents, run_holdings(run, agents) if holdings is None else holdings)
+        holdings = run_holdings(run, agents) if holdings is None else holdings
+        run._divergence_count = len(run_divergences(run, agents, holdings))
     return run._divergence_count
 
 

@@ -38,8 +38,8 @@ def stores_page(request, pk):
     page = whole_number(page) or 1  # anything else: the first page
     show = request.GET.get("show", "")
     groups = store_pages(stores_by_kind(stores), request.GET.get("kind", ""), page, show if show in SHOWN else "")
-    return render(request, "runs/stores.html", run_context(run, "stores", agents, holdings, groups=groups, show=show,
-                                                           origins=roster_records(run)))
+    return render(request, "runs/stores.html", run_context(run, "stores", agents, holdings, groups=groups,
+                                                           show=show, origins=roster_records(run)))
 
 
 @dataclass

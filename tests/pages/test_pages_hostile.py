@@ -237,4 +237,5 @@ def test_a_number_in_an_address_that_is_none_answers_as_unknown_never_a_500(oper
         "the runs selected": 302, "a profile removed by index": 200}
     assert "No saved configuration" in answers["new from a configuration"].content.decode()
     stores = answers["a page of stores"].content.decode()
-    assert stores.index("memories-2") < stores.index(f"memories-{text[:20]}")  # the number-like id after the numbered one
+    # The id that only looks numbered sorts after the numbered one.
+    assert stores.index("memories-2") < stores.index(f"memories-{text[:20]}")
