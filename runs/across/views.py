@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import csv
 import io
-import zipfile
-from tempfile import SpooledTemporaryFile
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
-from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.across import analysis, charts, compare, filters, run_list as listing, saved
@@ -72,7 +69,10 @@ def runs_selected(request):
         a, b = sorted(runs, key=lambda r: (r.created_at, r.pk))
         return redirect(reverse("runs:compare") + "?" + urlencode({"a": a.pk, "b": b.pk}))
     if action == "export":
-        return _export(runs)
+        response = StreamingHttpResponse(stored.response_body(stored.zip_chunks(runs[:EXPORT_MAX]), request),
+                                         content_type="application/zip")
+        response["Content-Disposition"] = 'attachment; filename="runs.zip"'
+        return response
     if action == "delete":
         if not may_delete_runs(request.user):
             raise PermissionDenied("Deleting runs needs the runs.delete_run permission.")
@@ -87,24 +87,6 @@ def runs_selected(request):
         return redirect(back)
     messages.error(request, f"Unknown action {action!r}.")
     return redirect(back)
-
-
-def _export(runs):
-    if len(runs) > EXPORT_MAX:
-        runs = runs[:EXPORT_MAX]
-    spool = SpooledTemporaryFile(max_size=16 * 1024 * 1024)
-    with zipfile.ZipFile(spool, "w", zipfile.ZIP_DEFLATED) as archive:
-        names = set()
-        for run in runs:
-            name = slugify(run.name) or f"run-{run.pk}"
-            if name in names:
-                name = f"{name}-{run.pk}"
-            names.add(name)
-            with archive.open(f"{name}.ndjson", "w") as out:
-                for _seq, raw in stored.run_raw_lines(run):
-                    out.write(raw.encode("utf-8") + b"\n")
-    spool.seek(0)
-    return FileResponse(spool, as_attachment=True, filename="runs.zip", content_type="application/zip")
 
 
 def _comparison(request):

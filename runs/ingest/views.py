@@ -4,13 +4,10 @@ mark ended, delete (writes go through `runs.ingest.services`, reads of the store
 
 from pathlib import PurePath
 
-from asgiref.sync import sync_to_async
-from django.core.handlers.asgi import ASGIRequest
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runs.access import may_delete_runs, may_end_runs
@@ -75,34 +72,19 @@ def run_mark_ended(request, pk):
 @require_GET
 def run_export(request, pk):
     run = get_object_or_404(Run, pk=pk)
-    return ndjson_response(run, filename=f"{slugify(run.name) or f'run-{run.pk}'}.ndjson", request=request)
+    return ndjson_response(run, filename=f"{stored.file_stem(run)}.ndjson", request=request)
 
 
 def ndjson_response(run: Run, *, after: int = 0, filename: str | None = None, request=None):
     """The stored stream as NDJSON: one stored record per line, in seq order, exactly as received.
 
-    Read a chunk of rows at a time, so memory stays bounded on any size of run: under ASGI (Daphne)
-    through an async iterator (a sync one would be drained into a list first), else a sync one.
+    Read a chunk of rows at a time, so memory stays bounded on any size of run (`stored.response_body`).
     """
     upto = run.last_seq
-    if isinstance(request, ASGIRequest):
-        lines = _alines(run, after, upto)
-    else:
-        lines = (raw.encode("utf-8") + b"\n" for _seq, raw in stored.run_raw_lines(run, after=after, upto=upto))
-    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response = StreamingHttpResponse(stored.response_body(stored.ndjson_chunks(run, after=after, upto=upto), request),
+                                     content_type="application/x-ndjson; charset=utf-8")
     response["X-Last-Seq"] = str(upto)
     if filename:
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
-
-async def _alines(run, after, upto, chunk=2000):
-    cursor = after
-    while True:
-        rows = await sync_to_async(stored.raw_lines_chunk)(run.pk, cursor, upto, chunk)
-        if not rows:
-            return
-        yield b"".join(raw.encode("utf-8") + b"\n" for _seq, raw in rows)
-        cursor = rows[-1][0]
-        if len(rows) < chunk:
-            return

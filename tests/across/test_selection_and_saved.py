@@ -1,12 +1,16 @@
 """The list's selection (compare, export, delete with permission and confirmation) and saved views."""
 
+import inspect
 import io
 import zipfile
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.contrib.auth.models import Permission
+from django.test import AsyncRequestFactory
 from django.urls import reverse
 
+from runs.ingest import stored
 from runs.models import Event, Run, RunFacts, SavedView
 from tests.pages_helpers import rows
 from tests.streams import REAL_MOCK, STREAMS, import_stream
@@ -34,6 +38,26 @@ def test_export_is_a_zip_of_each_stream_verbatim(viewer_client, two):
     archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
     assert sorted(archive.namelist()) == ["first.ndjson", "second.ndjson"]
     assert archive.read("first.ndjson") == REAL_MOCK.read_bytes()
+
+
+def test_under_asgi_the_export_streams_as_it_is_compressed(two):
+    """Daphne drains a synchronous body into a list before sending any of it (and the archive was
+    spooled whole before that): the zip is an async body whose first bytes leave with the first
+    member's, and two runs of one slug get a member each."""
+    a, b = two
+    twin = import_stream(REAL_MOCK, "First")[0]  # slugifies as "first" too
+    body = stored.response_body(stored.zip_chunks([a, b, twin]), AsyncRequestFactory().post("/"))
+    assert inspect.isasyncgen(body)
+
+    async def collect():
+        return [part async for part in body]
+
+    parts = async_to_sync(collect)()
+    assert len(parts) > 1 and parts[0].startswith(b"PK\x03\x04")  # a member's header before the archive's end
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(parts)))
+    assert archive.testzip() is None
+    assert set(archive.namelist()) == {"first.ndjson", f"first-{twin.pk}.ndjson", "second.ndjson"}
+    assert archive.read(f"first-{twin.pk}.ndjson") == archive.read("first.ndjson") == REAL_MOCK.read_bytes()
 
 
 def test_delete_needs_the_permission_then_a_confirmation(viewer_client, viewer, two):
