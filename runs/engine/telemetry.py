@@ -2,7 +2,7 @@
 
 Records are buffered and flushed at the points a live reader needs them (each incarnation's
 opening, each turn's close, the epilogue) and on the way out of a failure, so everything already
-emitted reaches the database. A launched run is therefore stored exactly like an imported one.
+emitted reaches the database, a flush that failed included. A launched run is therefore stored exactly like an imported one.
 """
 
 from datetime import datetime, timezone
@@ -39,6 +39,10 @@ class Telemetry:
         return record
 
     def flush(self):
-        if self.buffer:
-            records, self.buffer = self.buffer, []
+        # Records leave the buffer only once stored: a write that fails (the database locked past its
+        # timeout, or restarting) keeps them for the next flush instead of dropping them. A write
+        # path's chunk at a time, each stored whole or not at all, so a retry stores none twice.
+        while self.buffer:
+            records = self.buffer[:ingest.CHUNK_LINES]
             self.sink(records)
+            del self.buffer[:len(records)]

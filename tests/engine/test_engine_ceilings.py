@@ -1,10 +1,12 @@
 """Ceilings and cancel: each stops the run with gg's status and, for a ceiling, a limit_exceeded."""
 
 import pytest
+from django.db import OperationalError
 
 from runs.engine.loop import Engine
 from runs.engine.validation import validate_spec
 from runs.engine.telemetry import Telemetry
+from runs.ingest import writer
 from runs.models import Run
 from tests.engine_helpers import call, of_type, run_spec, schema_errors, spec, tool_agent
 
@@ -82,3 +84,28 @@ def test_a_spent_script_ends_with_model_error(tmp_path):
     run, records = run_spec(busy([call("list_dir")]), tmp_path)
     assert run.status == "model_error"
     assert of_type(records, "turn_outcome")[-1]["errorType"] == "model_retry_exhausted"
+
+
+def test_a_flush_that_fails_keeps_its_records_and_the_next_stores_each_once():
+    """The database refusing a write (locked past its timeout while a big run is deleted, restarting)
+    must not cost the run what it had buffered: the next flush stores it, and nothing twice."""
+    run = Run.objects.create(name="kept")
+    refusals = iter([False, True])  # the second write (the first chunk's slice after one stored) fails
+
+    def sink(records):
+        if next(refusals, False):
+            raise OperationalError("database is locked")
+        writer.append(run, records)
+
+    telemetry = Telemetry(run, "s", sink=sink)
+    for n in range(2 * writer.CHUNK_LINES + 5):
+        telemetry.emit("log", message=f"line {n}")
+    with pytest.raises(OperationalError):
+        telemetry.flush()
+    run.refresh_from_db()
+    assert run.last_seq == writer.CHUNK_LINES and len(telemetry.buffer) == writer.CHUNK_LINES + 5
+    telemetry.flush()
+    run.refresh_from_db()
+    messages = [e.raw for e in run.events.order_by("seq")]
+    assert run.last_seq == len(messages) == 2 * writer.CHUNK_LINES + 5 and not telemetry.buffer
+    assert [f"line {n}" in raw for n, raw in enumerate(messages)] == [True] * len(messages)
