@@ -2,7 +2,8 @@
 
 Records are buffered and flushed at the points a live reader needs them (each incarnation's
 opening, each turn's close, the epilogue) and on the way out of a failure, so everything already
-emitted reaches the database, a flush that failed included. A launched run is therefore stored exactly like an imported one.
+emitted reaches the database, a flush that failed included. A launched run is therefore stored
+exactly like an imported one.
 """
 
 from datetime import datetime, timezone
