@@ -4,6 +4,8 @@ interrupted-run sweep says why."""
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.feed import search
@@ -104,3 +106,18 @@ def test_the_sweep_says_why_a_run_was_interrupted():
     assert (run.status, run.end_reason) == ("interrupted", INTERRUPTED_REASON)
     assert (on_gg.status, on_gg.end_reason) == ("interrupted", INTERRUPTED_REASON)
     assert (imported.status, imported.end_reason) == ("running", "")
+
+
+def test_a_long_log_is_deleted_a_batch_per_transaction_and_all_of_it_goes(operator):
+    """Other writers wait a batch at a time, not for the whole deletion: each batch its own atomic block
+    (a savepoint inside the test's transaction), from the end of the log, the rest in one more."""
+    run = Run.objects.create(name="long")
+    writer.append_stream(run, (STREAMS / "multi_agent.ndjson").open("rb"))
+    writer.append(run, [{"type": "log", "message": f"needle {n}"} for n in range(40)])
+    run.refresh_from_db()
+    with CaptureQueriesContext(connection) as captured:
+        counts = services.run_delete(run, batch=10)
+    blocks = [q["sql"] for q in captured if q["sql"].startswith("SAVEPOINT")]
+    assert len(blocks) == -(-run.last_seq // 10)  # one a batch of ten, the last (at most ten) with the rest
+    assert counts["events"] == run.last_seq and not Run.objects.filter(pk=run.pk).exists()
+    assert not Event.objects.filter(run_id=run.pk).exists() and _search(run, "needle") == []
