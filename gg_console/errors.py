@@ -35,6 +35,6 @@ def server_error(request):
 def not_found(request, exception):
     # A view's Http404 names what is missing ("Run 'x' has no agent 'y'."); an address no route
     # matches (Resolver404) has only the address to show.
-    reason = "" if isinstance(exception, Resolver404) else next(
-        (arg for arg in exception.args[:1] if isinstance(arg, str)), "")
+    said = exception.args[0] if exception.args and not isinstance(exception, Resolver404) else None
+    reason = said if isinstance(said, str) else ""
     return render(request, "404.html", {"request_path": request.path, "reason": reason}, status=404)
