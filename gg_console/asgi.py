@@ -22,6 +22,7 @@ from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  #
 
 from gg_console.origins import SameOriginValidator  # noqa: E402
 from gg_console.routing import websocket_urlpatterns  # noqa: E402
+from runs.ingest import deletion  # noqa: E402
 from runs.launch import dispatch  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -32,6 +33,7 @@ application = ProtocolTypeRouter(
     }
 )
 dispatch.sweep_on_start()
+deletion.resume_on_start()
 
 # What loading left (Django, the apps, the URLconf: ~100,000 objects) lives as long as the process:
 # out of the collector's sight. Its full passes, every few seconds under load, walked all of it and

@@ -3,6 +3,7 @@ from django.contrib import admin
 
 from runs import models
 from runs.ingest.rebuild import rebuild_projections
+from runs.ingest.writer import RunGone
 from runs.ingest.services import run_name_problem
 
 
@@ -16,8 +17,17 @@ class RunAdmin(admin.ModelAdmin):
     @admin.action(description="Rebuild projections from the stored events")
     def rebuild_projections(self, request, queryset):
         for run in queryset:
-            stats = rebuild_projections(run)
+            try:
+                stats = rebuild_projections(run)
+            except RunGone as exc:
+                self.message_user(request, str(exc))
+                continue
             self.message_user(request, f"{run.name}: rebuilt from {stats['events']} events.")
+
+    def has_delete_permission(self, request, obj=None):
+        # The console deletes runs (runs.ingest.deletion: in the background, a batch a transaction);
+        # the admin's delete would take a million records in one request and one transaction.
+        return False
 
 
 @admin.register(models.Agent)

@@ -13,6 +13,7 @@ app_name = "runs"
 urlpatterns = [
     path("", across_views.run_list, name="list"),
     path("runs/selected/", across_views.runs_selected, name="selected"),
+    path("runs/deletions/", across_views.run_deletions, name="deletions"),
     path("runs/compare/", across_views.compare_page, name="compare"),
     path("api/runs/compare", across_views.api_compare, name="api_compare"),
     path("analysis/", across_views.analysis_page, name="analysis"),

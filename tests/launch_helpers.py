@@ -94,6 +94,17 @@ def _until_threads_idle(deadline):
         time.sleep(0.02)
 
 
+def retry_locked(write):
+    """`write()`, retried while the worker's write holds the shared in-memory test database (a write
+    meeting another fails at once there)."""
+    for _ in range(50):
+        try:
+            return write()
+        except OperationalError:
+            time.sleep(0.02)
+    return write()
+
+
 def querydict(fields) -> QueryDict:
     """A POST's QueryDict from {name: [values]} (what form_fields reads off a page)."""
     data = QueryDict(mutable=True)

@@ -16,9 +16,11 @@ from django.db.models import F, FloatField, Value
 from django.db.models.functions import Coalesce
 
 from runs.ingest import facts as run_facts
+from runs.models import Event, Run
 from runs.across.filters import RunFilter, runs as filtered_runs
 
 PER_PAGE = 50
+DELETIONS_LISTED = 10
 DEFAULT_SORT = "-received"
 # column -> (label, sort expression). Unknown figures sort below every known one.
 COLUMNS = {
@@ -115,3 +117,15 @@ def run_list_page(f: RunFilter, *, sort: str = "", after: str = "", before: str 
         next_cursor=encode_cursor(rows[-1].sort_key, rows[-1].pk) if rows and has_next else None,
         prev_cursor=encode_cursor(rows[0].sort_key, rows[0].pk) if rows and has_prev else None,
         problem=problem)
+
+
+def deletions_pending() -> tuple[list[Run], int]:
+    """Runs an operator deleted whose records are still going, oldest request first (at most
+    `DELETIONS_LISTED`), and how many there are. Each has `records_left`: the top seq of what is
+    left of its log, since a deletion takes the log from its end (one index read a run)."""
+    pending = Run.every.filter(deletion_requested_at__isnull=False)
+    runs = list(pending.order_by("deletion_requested_at", "pk")
+                .only("pk", "name", "last_seq", "deletion_requested_at")[:DELETIONS_LISTED])
+    for run in runs:
+        run.records_left = Event.objects.filter(run_id=run.pk).order_by("-seq").values_list("seq", flat=True).first() or 0
+    return runs, (len(runs) if len(runs) < DELETIONS_LISTED else pending.count())

@@ -1,7 +1,7 @@
 """Across runs: the runs list, the selection's actions, comparisons, the analysis and saved views.
 
 Thin: the reads are runs.across.{filters, run_list, compare, analysis}; the one write of their own
-is a saved view (runs.across.saved); a run is deleted through runs.ingest.services and its lines
+is a saved view (runs.across.saved); a run is deleted through runs.ingest.deletion and its lines
 read through runs.ingest.stored.
 """
 
@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from runs.across import analysis, charts, compare, filters, run_list as listing, saved
 from runs.access import may_delete_runs, may_launch, readable_run, run_resolve
-from runs.ingest import services, stored
+from runs.ingest import deletion, stored
 from runs.models import Run, SavedView
 from runs.stream.record import whole_number
 
@@ -42,7 +42,19 @@ def run_list(request):
         "keep": urlencode(keep), "keep_sorted": urlencode([*keep, ("sort", page.sort)]),
         "problems": f.problems + ([page.problem] if page.problem else []),
         "saved": saved.of_kind(SavedView.Kind.LIST), "save_query": urlencode([*keep, ("sort", page.sort)]),
+        **_deletions(),
     })
+
+
+@require_GET
+def run_deletions(request):
+    """The runs list's line on deletions still going (polled by it while there are any)."""
+    return render(request, "across/_deletions.html", _deletions())
+
+
+def _deletions():
+    runs, total = listing.deletions_pending()
+    return {"deletions": runs, "deletions_more": total - len(runs)}
 
 
 def _toggle(column: str, current: str) -> str:
@@ -53,7 +65,7 @@ def _toggle(column: str, current: str) -> str:
 @require_POST
 def runs_selected(request):
     """The list's selection: compare (exactly two), export (a zip of their streams) or delete (a
-    confirmation page first; `confirm` deletes, each run through the one run_delete service)."""
+    confirmation page first; `confirm` deletes, each run through runs.ingest.deletion)."""
     ids = [pk for v in request.POST.getlist("run") if (pk := whole_number(v)) is not None]
     runs = list(Run.objects.filter(pk__in=ids).order_by("-created_at", "-id"))
     action = request.POST.get("action", "")
@@ -80,10 +92,10 @@ def runs_selected(request):
             return render(request, "across/delete_runs.html", {
                 "runs": runs, "back": request.POST.get("back", ""),
                 "records": sum(r.last_seq for r in runs)})
-        for run in runs:
-            services.run_delete(run)
+        runs = [run for run in runs if deletion.run_delete_later(run)]
         messages.success(request, f"Deleted {len(runs)} run{'s' if len(runs) != 1 else ''}: "
-                                  f"{', '.join(r.name for r in runs[:10])}{' …' if len(runs) > 10 else ''}.")
+                                  f"{', '.join(r.name for r in runs[:10])}{' …' if len(runs) > 10 else ''}; "
+                                  f"their records go in the background.")
         return redirect(back)
     messages.error(request, f"Unknown action {action!r}.")
     return redirect(back)

@@ -39,6 +39,7 @@ from runs.engine.sandbox.model_text import code_prompt
 from runs.engine.spec import MODULE_KINDS
 from runs.engine.summary import close_session
 from runs.engine.tools.workspace import Workspace
+from runs.ingest.writer import RunGone
 from surfaces.arms import surface_apis
 
 log = logging.getLogger(__name__)
@@ -168,6 +169,8 @@ class Engine(Delegator):
             status = self._schedule()
         except SessionOver as over:
             status, breach = over.status, over.breach
+        except RunGone:  # deleted while it ran: nothing more can be recorded, so nothing more is done
+            raise
         except Exception as exc:  # a defect of the engine: recorded, never lost
             log.exception("engine run %s failed", self.telemetry.session_id)
             self.telemetry.emit("log", level="error", message=f"the engine failed: {type(exc).__name__}: {exc}")

@@ -15,6 +15,7 @@ from django.utils import timezone
 from runs.engine.external import run_external
 from runs.engine.run_workspace import workspace_dir
 from runs.ingest.services import run_set_status
+from runs.ingest.writer import RunGone
 from runs.models import Run
 from runs.engine.loop import Engine
 from runs.engine.validation import validate_spec
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 
 
 def cancel_requested(run):
-    return Run.objects.filter(pk=run.pk, cancel_requested=True).exists()
+    # Run.every: a run being deleted is hidden from Run.objects, and its deletion asks it to stop too.
+    return Run.every.filter(pk=run.pk, cancel_requested=True).exists()
 
 
 def start_run(run, *, provider=None, workspace=None):
@@ -54,6 +56,9 @@ def start_run(run, *, provider=None, workspace=None):
         else:
             engine = Engine(spec, telemetry, workspace, lambda: cancel_requested(run), provider=provider)
             status = engine.run()
+    except RunGone:
+        log.info("run %s stopped: deleted while it ran", run.pk)
+        return Run.Status.CANCELED
     except Exception:
         log.exception("run %s failed outside the engine's own handling", run.pk)
         telemetry.flush()

@@ -69,5 +69,8 @@ def _post(request, ref):
     problem = "" if created else run_write_problem(run, user)
     if problem:
         return JsonResponse({"error": problem}, status=403)
-    result = writer.append_stream(run, request)
+    try:
+        result = writer.append_stream(run, request)
+    except writer.RunGone as exc:  # deleted while this body was read
+        return JsonResponse({"error": str(exc)}, status=410)
     return JsonResponse({"run": run.pk, "name": run.name, "created": created, **result.as_dict()})

@@ -9,6 +9,7 @@ from runs.ingest import fold_spans
 from runs.feed import checkpoints, doorbell, search
 from runs.ingest.fold import FoldRow, fold, reset_run
 from runs.ingest.fold_flush import update_rows
+from runs.ingest.writer import locked_run
 from runs.models import Agent, Event, MemoryRevision, ModuleStore, PooledMessage, RefusalGroup, RefusalRow, RejectedLine, Run
 from runs.stream.record import Decoded, RecordError, decode, loads_record
 
@@ -44,12 +45,12 @@ def rebuild_projections(run: Run, *, chunk: int = REBUILD_CHUNK) -> dict:
     projections; the Event columns the fold computes are recomputed too, and the run's full-text index
     (`runs.feed.search`) is brought back to what the log holds (its rows that stand are left alone).
 
-    Returns ``{"events": n, "columns_fixed": m}``.
+    Returns ``{"events": n, "columns_fixed": m}``; `RunGone` for a run whose deletion was asked for.
     """
     fixed = 0
     total = 0
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run.pk)
+        run = locked_run(run)
         before = run.status
         Agent.objects.filter(run=run).delete()  # holdings cascade
         ModuleStore.objects.filter(run=run).delete()

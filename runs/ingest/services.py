@@ -8,7 +8,8 @@ these; reads live in `runs.pages.run_selectors`). Records go through `runs.inges
   swept as interrupted, marked ended, failed outside the engine) is saved here and rings the doorbell
   on commit. Statuses the stream names (`session_ended`) are the fold's, rung by the writer.
 * Who may append to which run is `runs.access` (`run_write_problem`, `token_scope_problem`).
-* `run_import_stream`, `run_mark_ended`, `run_delete`: a file in, a run ended by hand, a run gone.
+* `run_import_stream`, `run_mark_ended`: a file in, a run ended by hand. A run's deletion is
+  `runs.ingest.deletion`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import unicodedata
 from django.db import IntegrityError, transaction
 
 from runs import access
-from runs.feed import checkpoints, doorbell, search
+from runs.feed import doorbell
 from runs.ingest import writer
-from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
+from runs.ingest.deletion import run_delete
+from runs.models import Run
 
 LIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
-DELETE_BATCH = 20_000  # records a transaction when a run is deleted (`run_delete`)
 
 RUN_NAME_MAX = Run._meta.get_field("name").max_length
 
@@ -64,13 +65,23 @@ def _checked(name) -> str:
     return name.strip()
 
 
+def run_name_taken(name: str) -> str:
+    """Why `name` is not free ('' when it is): a run holds it, or a run still being deleted does."""
+    holder = Run.every.filter(name=name).values("deletion_requested_at").first()
+    if holder is None:
+        return ""
+    if holder["deletion_requested_at"] is not None:
+        return f"A run named {name!r} is being deleted; its name is free once it is gone."
+    return f"A run named {name!r} already exists."
+
+
 def unique_run_name(base: str) -> str:
     """`base`, or `base (2)`, `base (3)`... whichever is free."""
     base = (base or "run").strip()[: RUN_NAME_MAX - 20] or "run"
-    if not Run.objects.filter(name=base).exists():
+    if not Run.every.filter(name=base).exists():
         return base
     n = 2
-    while Run.objects.filter(name=f"{base} ({n})").exists():
+    while Run.every.filter(name=f"{base} ({n})").exists():
         n += 1
     return f"{base} ({n})"
 
@@ -82,8 +93,9 @@ def run_create(*, name: str, source: str = Run.Source.IMPORT, created_by=None, *
         with transaction.atomic():  # a savepoint: a lost race leaves the caller's transaction usable
             return Run.objects.create(name=name, source=source, created_by=created_by, **fields)
     except IntegrityError:
-        if Run.objects.filter(name=name).exists():
-            raise RunNameTaken(f"A run named {name!r} already exists.") from None
+        taken = run_name_taken(name)
+        if taken:
+            raise RunNameTaken(taken) from None
         raise
 
 
@@ -97,7 +109,10 @@ def run_get_or_create(*, name: str, source: str = Run.Source.IMPORT, created_by=
     try:
         return run_create(name=name, source=source, created_by=created_by), True
     except RunNameTaken:
-        return Run.objects.get(name=name), False
+        run = Run.objects.filter(name=name).first()
+        if run is None:  # the name's run is being deleted
+            raise
+        return run, False
 
 
 def run_set_status(run, status: str, *, only_from=None, **fields) -> bool:
@@ -145,38 +160,3 @@ def run_mark_ended(run: Run, *, by: str = "") -> bool:
     `session_ended`): it reads `interrupted`, with who marked it. False when it already ended."""
     reason = f"marked ended by {by}" if by else "marked ended by an operator"
     return run_set_status(run, Run.Status.INTERRUPTED, only_from=LIVE, end_reason=reason)
-
-
-def run_delete(run: Run, *, batch: int = DELETE_BATCH) -> dict:
-    """Delete a run and everything stored for it: events, rejected lines, projections and its rows of
-    the search index. Bulk deletes (no event is loaded); open feeds of the run hear it from the
-    doorbell. Returns what went: ``{"events": n, "agents": m, ...}``.
-
-    A long log goes first, `batch` records a transaction from its end, so that other writers wait a
-    batch at a time rather than the whole deletion (SQLite has one write lock and a 30 s busy
-    timeout: a million records in one transaction held it 38 s). The rest goes in one transaction.
-    A deletion cut short leaves the run with a shorter log (and figures of the longer one): deleting
-    it again finishes it."""
-    pk = run.pk
-    events = 0
-    top = Run.objects.filter(pk=pk).values_list("last_seq", flat=True).first() or 0
-    while top > batch:
-        top -= batch
-        with transaction.atomic():
-            search.forget(pk, after=top)
-            events += Event.objects.filter(run_id=pk, seq__gt=top).delete()[0]
-    with transaction.atomic():
-        search.forget(pk)
-        checkpoints.forget(pk)
-        gone = {
-            "events": events + Event.objects.filter(run_id=pk).delete()[0],
-            "rejected_lines": RejectedLine.objects.filter(run_id=pk).delete()[0],
-            "holdings": Holding.objects.filter(agent__run_id=pk).delete()[0],
-        }
-        Agent.objects.filter(run_id=pk).update(parent=None, predecessor=None)
-        gone["agents"] = Agent.objects.filter(run_id=pk).delete()[0]
-        gone["stores"] = ModuleStore.objects.filter(run_id=pk).delete()[0]
-        Run.objects.filter(pk=pk).delete()
-        doorbell.ring_on_commit(pk, run.last_seq, "deleted")
-    return gone
-

@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runs.access import may_delete_runs, may_end_runs
-from runs.ingest import services
+from runs.ingest import deletion, services, writer
 from runs.ingest.forms import ImportForm
 from runs.models import Run
 from runs.ingest import stored
@@ -32,7 +32,7 @@ def run_import(request):
                 run, _created, result = services.run_import_stream(
                     name=name, stream=upload, source=Run.Source.IMPORT, created_by=request.user
                 )
-            except (services.RunNameError, services.RunWriteRefused) as exc:
+            except (services.RunNameError, services.RunWriteRefused, writer.RunGone) as exc:
                 form.add_error("name", str(exc))
     else:
         form = ImportForm()
@@ -51,8 +51,8 @@ def run_delete(request, pk):
     run = get_object_or_404(Run, pk=pk)
     if request.method == "GET":
         return render(request, "runs/delete.html", {"run": run, "agents": run.agents.count()})
-    services.run_delete(run)
-    messages.success(request, f"Run {run.name!r} deleted with its {run.last_seq} records.")
+    if deletion.run_delete_later(run):
+        messages.success(request, f"Run {run.name!r} deleted; its {run.last_seq:,} records go in the background.")
     return redirect("runs:list")
 
 

@@ -11,6 +11,7 @@
   identical line keeps every repetition, and re-importing it stores nothing twice. Rejected lines
   are not stored twice either (same line number and text). Records handed over as dicts
   (`append`, the engine's way in) are all stored unless the caller asks for the same rule.
+* A run whose deletion was asked for (`runs.ingest.deletion`) takes no more: `RunGone`, nothing stored.
 * Each chunk of lines (`CHUNK_LINES`) is one transaction: Events inserted with one statement
   (``COPY`` on PostgreSQL, ``executemany`` on SQLite), the fold (`runs.ingest.fold.fold`) updates
   every projection row it touched once, the run's figures are saved, and on commit the doorbell
@@ -43,11 +44,25 @@ __all__ = [
     "MAX_LINE_BYTES",
     "CHUNK_LINES",
     "OversizeLine",
+    "RunGone",
     "append",
     "append_lines",
     "append_stream",
     "iter_lines",
 ]
+
+
+class RunGone(LookupError):
+    """The run was deleted (or its deletion asked for) before this write: nothing more is stored for it."""
+
+
+def locked_run(run: Run) -> Run:
+    """`run`'s row read again and locked for this transaction; `RunGone` once its deletion was asked
+    for (a request committed before this one is seen here, after waiting for it)."""
+    locked = Run.objects.select_for_update().filter(pk=run.pk).first()
+    if locked is None:
+        raise RunGone(f"Run {run.name!r} was deleted; nothing more is stored for it.")
+    return locked
 
 
 @dataclass
@@ -101,7 +116,7 @@ class _Import:
         if not lines:
             return
         with transaction.atomic():
-            run = Run.objects.select_for_update().get(pk=self.run.pk)
+            run = locked_run(self.run)
             before = run.last_seq
             if self.fresh_run is None:
                 self.fresh_run = run.last_seq == 0 and run.rejected_count == 0

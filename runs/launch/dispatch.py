@@ -14,11 +14,7 @@ the worker while it executes, refreshed by a heartbeat), so a sweep spares runs 
 """
 
 import logging
-import queue
-import threading
-from contextlib import contextmanager
 
-import redis
 from asgiref.sync import async_to_sync
 from channels.consumer import SyncConsumer
 from channels.layers import get_channel_layer
@@ -26,6 +22,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from runs.engine.runner import start_run
+from runs.ingest import background
 from runs.ingest.services import run_set_status
 from runs.models import Run
 
@@ -34,7 +31,6 @@ log = logging.getLogger(__name__)
 CHANNEL = "gg-runs"
 THREADS = 2  # embedded default: runs executed at once by one server process
 LEASE_KEY = "gg-console:run-lease:{}"
-LEASE_SECONDS = 30
 QUEUED_LEASE_SECONDS = 120  # outlives a message on the channel (channels-redis expires them at 60 s)
 LIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 PROCESS_SOURCES = (Run.Source.ENGINE, Run.Source.GG)
@@ -44,7 +40,7 @@ def reserve(run_pk: int) -> None:
     """Lease a queued run before its row commits (Redis path), so a server or worker starting in
     between does not sweep it as interrupted before `dispatch` hands it on."""
     if settings.REDIS_URL:
-        _redis().set(LEASE_KEY.format(run_pk), "queued", ex=QUEUED_LEASE_SECONDS)
+        background.redis_client().set(LEASE_KEY.format(run_pk), "queued", ex=QUEUED_LEASE_SECONDS)
 
 
 def dispatch(run_pk: int) -> None:
@@ -63,7 +59,7 @@ def execute(run_pk: int) -> None:
         # The claim is one conditional UPDATE: of two workers handed the same run, one starts it.
         if run.cancel_requested or not run_set_status(run, Run.Status.RUNNING, only_from=(Run.Status.QUEUED,)):
             return  # canceled while queued, swept, or claimed by another worker: nothing to start
-        with _lease(run_pk):
+        with background.lease(LEASE_KEY.format(run_pk)):
             start_run(run)
     except Exception:
         log.exception("run %s stopped outside the engine's own error handling", run_pk)
@@ -79,9 +75,7 @@ def sweep_interrupted() -> int:
     """Mark launched runs (the built-in engine's and the gg binary's: every source that runs a
     process) no live process owns as `interrupted`; their events stay. Returns how many."""
     pks = list(Run.objects.filter(source__in=PROCESS_SOURCES, status__in=LIVE).values_list("pk", flat=True))
-    if settings.REDIS_URL and pks:
-        leased = _redis().mget([LEASE_KEY.format(pk) for pk in pks])
-        pks = [pk for pk, lease in zip(pks, leased) if lease is None]
+    pks = background.unleased(pks, LEASE_KEY)
     return sum(
         run_set_status(pk, Run.Status.INTERRUPTED, only_from=LIVE, end_reason=INTERRUPTED_REASON) for pk in pks
     )
@@ -107,61 +101,4 @@ class RunWorkerConsumer(SyncConsumer):
         execute(message["run"])
 
 
-class _ThreadPool:
-    def __init__(self, size):
-        self.size = size
-        self.queue = queue.Queue()
-        self.lock = threading.Lock()
-        self.threads = []
-
-    def put(self, run_pk):
-        with self.lock:
-            if not self.threads:
-                for n in range(self.size):
-                    # Daemon: a server shutting down does not wait for runs; the next start sweeps them.
-                    t = threading.Thread(target=self._work, name=f"gg-runs-{n}", daemon=True)
-                    t.start()
-                    self.threads.append(t)
-        self.queue.put(run_pk)
-
-    def _work(self):
-        while True:
-            run_pk = self.queue.get()
-            try:
-                execute(run_pk)
-            finally:
-                self.queue.task_done()  # `unfinished_tasks` says when a run's thread has let go of it
-
-    def busy(self):
-        return self.queue.unfinished_tasks > 0
-
-
-_threads = _ThreadPool(THREADS)
-
-
-def _redis():
-    return redis.Redis.from_url(settings.REDIS_URL)
-
-
-@contextmanager
-def _lease(run_pk):
-    """Hold the run's lease while it executes (Redis path only; threads die with their server)."""
-    if not settings.REDIS_URL:
-        yield
-        return
-    client, key, stop = _redis(), LEASE_KEY.format(run_pk), threading.Event()
-
-    def heartbeat():
-        while True:
-            client.set(key, "running", ex=LEASE_SECONDS)
-            if stop.wait(LEASE_SECONDS / 3):
-                return
-
-    beat = threading.Thread(target=heartbeat, name=f"gg-runs-lease-{run_pk}", daemon=True)
-    beat.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        beat.join()
-        client.delete(key)
+_threads = background.ThreadPool(THREADS, "gg-runs", execute)

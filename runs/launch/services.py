@@ -6,7 +6,8 @@ import shutil
 from django.db import transaction
 from django.utils import timezone
 
-from runs.ingest.services import RunNameError, RunNameTaken, run_create, run_name_problem, run_set_status
+from runs.ingest.services import (RunNameError, RunNameTaken, run_create, run_name_problem, run_name_taken,
+                                  run_set_status)
 from runs.launch import dispatch
 from runs.engine import run_workspace as workspace
 from runs.launch.forms import LaunchForm
@@ -23,8 +24,8 @@ def run_launch(*, form: LaunchForm, upload=None, user=None):
     problem = name and run_name_problem(name)  # the one name rule of every run
     if problem:
         extra.append({"path": "name", "message": problem})
-    elif name and Run.objects.filter(name=name.strip()).exists():
-        extra.append({"path": "name", "message": f"a run named {name!r} already exists"})
+    elif name and (taken := run_name_taken(name.strip())):
+        extra.append({"path": "name", "message": taken})
     if upload is not None:
         try:
             workspace.check_zip(upload)

@@ -19,6 +19,14 @@ from runs.models.timeline import TimelineBucket, TimelineLane, TurnSpan, WaitSpa
 from runs.models.refusals import RefusalGroup, RefusalRow  # noqa: F401  (likewise)
 
 
+class ShownRuns(models.Manager):
+    """Runs whose deletion nobody asked for: what every page, feed, search and write sees. A run being
+    deleted is gone to them at once; `Run.every` still reaches it (the deletion itself, its name)."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(deletion_requested_at__isnull=True)
+
+
 class Run(models.Model):
     # The fold's generation: raised (with the migration the new default asks for) whenever a migration
     # adds or changes a projection, so a run folded before it reads as stale until it is rebuilt.
@@ -68,6 +76,8 @@ class Run(models.Model):
     cancel_requested = models.BooleanField(default=False)
     # Why a run ended outside its stream: interrupted by a server stop, marked ended by an operator.
     end_reason = models.CharField(max_length=300, blank=True)
+    # Set when an operator deletes the run: the records go in the background (runs.ingest.deletion).
+    deletion_requested_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     # Rolled-up figures (projections).
     fold_generation = models.PositiveIntegerField(default=FOLD_GENERATION)  # the fold that made them
@@ -85,6 +95,9 @@ class Run(models.Model):
     error_facts = models.JSONField(default=dict, blank=True)
     usage = models.JSONField(default=dict, blank=True)  # summed usage deltas: tokens + cost
     slot_usage = models.JSONField(default=dict, blank=True)  # {"profile|model": latest rollup}
+
+    objects = ShownRuns()
+    every = models.Manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

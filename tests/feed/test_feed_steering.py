@@ -8,7 +8,7 @@ import pytest
 
 from runs.feed import consumer as consumers
 from runs.feed.doorbell import group_name
-from runs.ingest import services
+from runs.ingest import deletion, services
 from tests.feed_helpers import connect, cookie, cursor, logs, new_run, receive_seqs, seqs, store  # noqa: F401
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -101,5 +101,5 @@ async def test_a_deleted_run_ends_its_feed(cookie):
     run = await new_run(logs("one"))
     comm = await open_socket(run, cookie, "after=0")
     assert await receive_seqs(comm, 1) == [1]
-    await database_sync_to_async(services.run_delete)(run)
+    await database_sync_to_async(deletion.run_delete)(run)
     assert 'data-status="deleted"' in await comm.receive_from(timeout=5)

@@ -5,7 +5,7 @@ delete keep the index in step with the log."""
 import pytest
 
 from runs.feed import search
-from runs.ingest import rebuild, services
+from runs.ingest import deletion, rebuild
 from runs.ingest.writer import append, append_lines
 from runs.models import Run
 
@@ -48,7 +48,7 @@ def test_lines_are_indexed_as_stored_and_rebuild_and_delete_follow_the_log():
     assert found(run, "alpha") == []
     rebuild.rebuild_projections(run)
     assert found(run, "alpha") == [1] and found(run, "beta") == [2]
-    services.run_delete(run)
+    deletion.run_delete(run)
     assert found(run, "alpha") == []
 
 

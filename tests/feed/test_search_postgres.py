@@ -19,7 +19,7 @@ import json, re
 from django.db import connection
 from runs.feed import history, search
 from runs.feed.filters import FeedFilter
-from runs.ingest import rebuild, services
+from runs.ingest import deletion, rebuild
 from runs.ingest.writer import append, append_lines
 from runs.models import Run
 
@@ -59,7 +59,7 @@ with connection.cursor() as cursor:  # drifted further: a wrong row, and one pas
     cursor.execute("INSERT INTO runs_event_search VALUES (%s, 2, 'stale'), (%s, 9, 'stale')", [lines.pk, lines.pk])
 rebuild.rebuild_projections(lines)
 out["rebuilt"] = [found(lines, "alpha"), found(lines, "beta"), found(lines, "stale")]
-services.run_delete(lines)
+deletion.run_delete(lines)
 out["deleted"] = found(lines, "alpha")
 with connection.cursor() as cursor:
     cursor.execute("SELECT count(*) FROM runs_event_search WHERE run_id = %s", [lines.pk])

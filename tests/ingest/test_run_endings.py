@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.feed import search
-from runs.ingest import services, writer
+from runs.ingest import deletion, services, writer
 from runs.ingest.writer import append
 from runs.launch.dispatch import INTERRUPTED_REASON, sweep_interrupted
 from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
@@ -33,7 +33,7 @@ def test_run_delete_takes_events_projections_and_index_and_leaves_other_runs(ope
     assert Agent.objects.filter(run=gone).exists() and Holding.objects.filter(agent__run=gone).exists()
     assert _search(gone, "needle") == [gone.last_seq]
 
-    counts = services.run_delete(gone)
+    counts = deletion.run_delete(gone)
 
     assert counts["events"] == keep.last_seq and counts["agents"] == Agent.objects.filter(run=keep).count()
     assert not Run.objects.filter(pk=gone.pk).exists()
@@ -116,7 +116,7 @@ def test_a_long_log_is_deleted_a_batch_per_transaction_and_all_of_it_goes(operat
     writer.append(run, [{"type": "log", "message": f"needle {n}"} for n in range(40)])
     run.refresh_from_db()
     with CaptureQueriesContext(connection) as captured:
-        counts = services.run_delete(run, batch=10)
+        counts = deletion.run_delete(run, batch=10)
     blocks = [q["sql"] for q in captured if q["sql"].startswith("SAVEPOINT")]
     assert len(blocks) == -(-run.last_seq // 10)  # one a batch of ten, the last (at most ten) with the rest
     assert counts["events"] == run.last_seq and not Run.objects.filter(pk=run.pk).exists()

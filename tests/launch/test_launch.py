@@ -2,7 +2,6 @@
 saved configurations, permissions, the interrupted sweep. The engine really runs."""
 
 import json
-import time
 
 import pytest
 from django.urls import reverse
@@ -11,7 +10,7 @@ from runs.launch import dispatch, services
 from runs.engine.validation import validate_spec
 from runs.launch.forms import LaunchForm
 from runs.models import Event, Run, SavedConfiguration
-from tests.launch_helpers import form_fields, querydict, wait_for_end, zip_upload
+from tests.launch_helpers import form_fields, querydict, retry_locked, wait_for_end, zip_upload
 
 
 @pytest.fixture(autouse=True)
@@ -173,7 +172,7 @@ def test_cancel_stops_a_running_run_at_the_turn_boundary_keeping_its_events(oper
     assert b'id="cancel-run"' in operator_client.get(reverse("runs:feed", args=[run.pk])).content
     # The service the Cancel button calls (the view is exercised on a queued run below); retried
     # because a write meeting the worker's write fails at once on the shared in-memory test database.
-    _retry_locked(lambda: services.run_cancel(run))
+    retry_locked(lambda: services.run_cancel(run))
     wait_for_end(run)
     assert run.status == Run.Status.CANCELED
     assert run.turn_count < 50
@@ -244,17 +243,6 @@ def test_a_run_handed_to_two_workers_is_executed_once(operator_client):
     twin.refresh_from_db()
     assert twin.status == Run.Status.COMPLETED
     assert event_types(twin).count("session_started") == 1 == event_types(twin).count("session_ended")
-
-
-def _retry_locked(write):
-    from django.db import OperationalError
-
-    for _ in range(50):
-        try:
-            return write()
-        except OperationalError:
-            time.sleep(0.02)
-    return write()
 
 
 # ---- re-run, configurations ----------------------------------------------------------------------

@@ -35,7 +35,7 @@ class Command(BaseCommand):
         else:
             self.stdout.write("Admin account: skipped, one exists (its password was shown when it was created; "
                               "`manage.py changepassword admin` sets a new one).")
-        if Run.objects.exists():
+        if Run.every.exists():  # runs being deleted too: they may hold the demos' names
             self.stdout.write("Demo runs: skipped, the database already holds runs.")
             # Runs stored before this console's latest projection are folded again, once.
             call_command("rebuild_projections", stale=True, stdout=self.stdout)

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from runs.access import run_resolve
 from runs.ingest.rebuild import rebuild_projections, stale_runs
+from runs.ingest.writer import RunGone
 from runs.models import Run
 
 
@@ -34,7 +35,11 @@ class Command(BaseCommand):
         else:
             raise CommandError("Name a run (id or name), or pass --all or --stale.")
         for target in runs:
-            stats = rebuild_projections(target)
+            try:
+                stats = rebuild_projections(target)
+            except RunGone:
+                self.stdout.write(f"{target.name}: deleted meanwhile, skipped")
+                continue
             target.refresh_from_db()
             self.stdout.write(
                 f"{target.name}: rebuilt from {stats['events']} events "

@@ -1,0 +1,100 @@
+"""A run's end: `run_delete` takes everything stored for it; `run_delete_later` is an operator's
+Delete. The run is gone to every page, feed, search and write once the request commits
+(`Run.objects` no longer shows it, open feeds hear it from the doorbell, a live engine run is told to
+stop), and its records go in a background thread of the server: a million of them take ~45 s on
+SQLite, longer than a browser should wait. The runs list says what is still being deleted
+(`runs.across.run_list.deletions_pending`); a deletion a stopped server cut short is finished by the
+next server or worker that starts (`resume_on_start`).
+"""
+
+import logging
+
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+
+from runs.feed import checkpoints, doorbell, search
+from runs.ingest import background
+from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
+
+log = logging.getLogger(__name__)
+
+DELETE_BATCH = 20_000  # records a transaction (`run_delete`)
+LEASE_KEY = "gg-console:deletion-lease:{}"
+
+
+def run_delete(run: Run, *, batch: int = DELETE_BATCH) -> dict:
+    """Delete a run and everything stored for it: events, rejected lines, projections and its rows of
+    the search index. Bulk deletes (no event is loaded); open feeds of the run hear it from the
+    doorbell. Returns what went: ``{"events": n, "agents": m, ...}``.
+
+    A long log goes first, `batch` records a transaction from its end, so that other writers wait a
+    batch at a time rather than the whole deletion (SQLite has one write lock and a 30 s busy
+    timeout: a million records in one transaction held it 38 s). The rest goes in one transaction.
+    Cut short, it leaves a shorter log; running it again finishes it."""
+    pk = run.pk
+    events = 0
+    top = Run.every.filter(pk=pk).values_list("last_seq", flat=True).first() or 0
+    while top > batch:
+        top -= batch
+        with transaction.atomic():
+            search.forget(pk, after=top)
+            events += Event.objects.filter(run_id=pk, seq__gt=top).delete()[0]
+    with transaction.atomic():
+        search.forget(pk)
+        checkpoints.forget(pk)
+        gone = {
+            "events": events + Event.objects.filter(run_id=pk).delete()[0],
+            "rejected_lines": RejectedLine.objects.filter(run_id=pk).delete()[0],
+            "holdings": Holding.objects.filter(agent__run_id=pk).delete()[0],
+        }
+        Agent.objects.filter(run_id=pk).update(parent=None, predecessor=None)
+        gone["agents"] = Agent.objects.filter(run_id=pk).delete()[0]
+        gone["stores"] = ModuleStore.objects.filter(run_id=pk).delete()[0]
+        Run.every.filter(pk=pk).delete()
+        doorbell.ring_on_commit(pk, run.last_seq, "deleted")
+    return gone
+
+
+def run_delete_later(run: Run) -> bool:
+    """Delete `run` in the background (see the module's docstring). False when its deletion was asked
+    for already, or it is gone."""
+    with transaction.atomic():
+        # cancel_requested: a live engine run stops at its next turn boundary (its writes are refused already).
+        if not Run.objects.filter(pk=run.pk).update(deletion_requested_at=timezone.now(), cancel_requested=True):
+            return False
+        doorbell.ring_on_commit(run.pk, run.last_seq, "deleted")
+        transaction.on_commit(lambda: _threads.put(run.pk))
+    return True
+
+
+def _delete(pk: int) -> None:
+    try:
+        # Leased: a server or worker starting meanwhile leaves this deletion to this process.
+        with background.lease(LEASE_KEY.format(pk)):
+            run = Run.every.filter(pk=pk).first()
+            if run is not None:
+                run_delete(run)
+    except Exception:
+        log.exception("deleting run %s stopped; the next server or worker to start finishes it", pk)
+    finally:
+        connection.close()
+
+
+def resume_on_start() -> None:
+    """The server's or worker's start: finish the deletions no live process holds (a database that
+    cannot be reached yet is not fatal here)."""
+    try:
+        pks = list(Run.every.filter(deletion_requested_at__isnull=False).values_list("pk", flat=True))
+        pks = background.unleased(pks, LEASE_KEY)
+    except Exception as exc:  # noqa: BLE001 - e.g. before migrate, or a test process with the DB blocked
+        log.warning("resuming run deletions skipped: %s", exc)
+        return
+    finally:
+        close_old_connections()
+    for pk in pks:
+        _threads.put(pk)
+    if pks:
+        log.warning("%d run deletion(s) a stopped server or worker left unfinished resumed", len(pks))
+
+
+_threads = background.ThreadPool(1, "gg-deletions", _delete)

@@ -1,0 +1,164 @@
+"""An operator's Delete (runs.ingest.deletion): the run is gone to every page, write and name check once
+the request commits, its records go in a background thread while the runs list says so, a live engine
+run stops, and a deletion a stopped server cut short is finished by the next start."""
+
+import json
+import logging
+import time
+
+import pytest
+import redis
+from django.contrib.auth.models import Permission
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from runs.ingest import background, deletion, writer
+from runs.ingest.rebuild import rebuild_projections
+from runs.launch import dispatch
+from runs.models import Agent, Event, IngestToken, RejectedLine, Run, RunFacts
+from tests.ingest_helpers import page_statuses
+from tests.launch_helpers import form_fields, retry_locked
+from tests.streams import STREAMS
+
+
+@pytest.fixture
+def deleter(django_user_model):
+    user = django_user_model.objects.create_user("deleter", password="deleter-pass-123")
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["add_run", "delete_run"],
+                                                         content_type__app_label="runs"))
+    client = Client()
+    client.force_login(user)
+    client.user = user
+    return client
+
+
+def _stored(name):
+    run = Run.objects.create(name=name)
+    writer.append_stream(run, (STREAMS / "multi_agent.ndjson").open("rb"))
+    writer.append_lines(run, ["not json"])
+    run.refresh_from_db()
+    return run
+
+
+def _until_idle(threads=deletion._threads, timeout=30):
+    deadline = time.monotonic() + timeout
+    while threads.busy() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not threads.busy(), f"{threads.name} still busy after {timeout} s"
+
+
+def _gone(pk):
+    return not (Run.every.filter(pk=pk).exists() or Event.objects.filter(run_id=pk).exists()
+                or Agent.objects.filter(run_id=pk).exists() or RejectedLine.objects.filter(run_id=pk).exists()
+                or RunFacts.objects.filter(run_id=pk).exists())
+
+
+@pytest.mark.django_db
+def test_a_deleted_run_is_gone_to_pages_writes_and_names_before_its_records_go(deleter):
+    """Before its records go (the background part is on commit, which this test's transaction never
+    reaches): the run answers 404 everywhere, takes no write, holds its name with a message saying
+    why, and the runs list says how much of it is left; once its records go, the name is free."""
+    run, kept = _stored("doomed"), _stored("kept")
+    listed = deleter.post(reverse("runs:delete", args=[run.pk]), follow=True).content.decode()
+    assert f"its {run.last_seq:,} records go in the background" in listed
+    assert Event.objects.filter(run_id=run.pk).count() == run.last_seq  # still stored
+    assert 'data-run="doomed"' not in listed and 'data-run="kept"' in listed
+    assert f'class="deleting-run" data-run="{run.pk}"' in listed
+    assert f"{run.last_seq:,} of {run.last_seq:,} record" in listed and 'hx-trigger="every 2s"' in listed
+    pages = page_statuses(deleter, run)
+    assert {status for url, status in pages.items() if url != reverse("runs:list")} == {404}, pages
+    assert deleter.post(reverse("runs:delete", args=[run.pk])).status_code == 404  # asked once
+
+    with pytest.raises(writer.RunGone):
+        writer.append(run, [{"type": "log", "message": "late"}])
+    with pytest.raises(writer.RunGone):
+        rebuild_projections(run)  # a rebuild that listed it before the request: nothing folded again
+    held = "is being deleted; its name is free once it is gone"
+    upload = deleter.post(reverse("runs:import"), {"file": SimpleUploadedFile("x.ndjson", b'{"type":"log"}\n'),
+                                                   "name": "doomed"})
+    assert held in upload.content.decode()
+    fields = form_fields(deleter.get(reverse("runs:new") + "?demo=review").content)
+    launched = deleter.post(reverse("runs:new"), {**fields, "name": ["doomed"]})
+    assert launched.status_code == 400 and held in launched.content.decode()
+    key = IngestToken.objects.create(user=deleter.user).key
+    pushed = Client().post(reverse("runs:api_events", args=["doomed"]), b'{"type":"log"}\n',
+                           content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert pushed.status_code == 400 and held in pushed.json()["error"]
+
+    deletion.run_delete(run)  # what the background thread does
+    assert _gone(run.pk) and Event.objects.filter(run=kept).count() == kept.last_seq
+    partial = deleter.get(reverse("runs:deletions")).content.decode()
+    assert "deleting-run" not in partial and "hx-trigger" not in partial  # the list stops asking
+    assert deleter.post(reverse("runs:import"), {"file": SimpleUploadedFile("x.ndjson", b'{"type":"log"}\n'),
+                                                 "name": "doomed"}).status_code == 200
+    assert Run.objects.filter(name="doomed").exists()  # the name is free
+
+
+@pytest.mark.django_db
+def test_the_admin_leaves_deleting_runs_to_the_console(admin_client):
+    """Django's admin would delete a run's every record in one request and one transaction."""
+    run = _stored("in-admin")
+    assert admin_client.get(reverse("admin:runs_run_delete", args=[run.pk])).status_code == 403
+    assert admin_client.get(reverse("admin:runs_run_change", args=[run.pk])).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_selection_s_delete_takes_every_record_in_the_background(deleter):
+    runs, kept = [_stored("first"), _stored("second")], _stored("kept")
+    done = deleter.post(reverse("runs:selected"), {"run": [r.pk for r in runs], "action": "delete", "confirm": "yes"},
+                        follow=True)
+    assert "Deleted 2 runs" in done.content.decode()
+    _until_idle()
+    assert all(_gone(r.pk) for r in runs)
+    assert Event.objects.filter(run=kept).count() == kept.last_seq
+    assert "deleting-run" not in deleter.get(reverse("runs:list")).content.decode()
+
+
+SLOW_SCRIPT = {"root": [{"delayMs": 150, "toolCalls": [{"name": "list_dir", "args": {"path": "."}}]}] * 200}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_live_engine_run_deleted_stops_and_all_of_it_goes(deleter, caplog):
+    fields = form_fields(deleter.get(reverse("runs:new")).content)
+    fields.update({"task": ["List the workspace forever."], "provider.kind": ["script"],
+                   "provider.script": [json.dumps(SLOW_SCRIPT)]})
+    assert deleter.post(reverse("runs:new"), fields).status_code == 302
+    run = Run.objects.get()
+    while run.turn_count < 2:
+        run.refresh_from_db()
+    with caplog.at_level(logging.INFO):
+        assert retry_locked(lambda: deleter.post(reverse("runs:delete", args=[run.pk]))).status_code == 302
+        _until_idle(dispatch._threads)  # the engine's thread let go of the run
+        _until_idle()
+    assert _gone(run.pk)
+    # (django.request may log a retried request that met the worker's write on the test database)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("runs")], caplog.text
+    assert f"run {run.pk} stopped: deleted while it ran" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deletion_a_stopped_server_cut_short_is_finished_by_the_next_start():
+    run, kept = _stored("cut-short"), _stored("kept")
+    # The request committed, then the server stopped before its thread finished: half the log left.
+    Run.objects.filter(pk=run.pk).update(deletion_requested_at=timezone.now())
+    Event.objects.filter(run_id=run.pk, seq__gt=run.last_seq // 2).delete()
+    deletion.resume_on_start()
+    _until_idle()
+    assert _gone(run.pk) and Event.objects.filter(run=kept).count() == kept.last_seq
+
+
+def test_a_starting_process_leaves_a_deletion_another_holds_alone(settings):
+    """Redis path: the process deleting a run holds its lease; one starting meanwhile resumes only
+    the deletions nobody holds."""
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"Redis does not answer ({exc})")
+    held, free = 10**9 + 1, 10**9 + 2  # ids no run of another test has
+    with background.lease(deletion.LEASE_KEY.format(held)):
+        assert background.unleased([held, free], deletion.LEASE_KEY) == [free]
+    assert background.unleased([held, free], deletion.LEASE_KEY) == [held, free]
