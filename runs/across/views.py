@@ -54,7 +54,7 @@ def run_deletions(request):
 
 def _deletions():
     runs, total = listing.deletions_pending()
-    return {"deletions": runs, "deletions_more": total - len(runs)}
+    return {"deletions": runs, "deletions_total": total}
 
 
 def _toggle(column: str, current: str) -> str:

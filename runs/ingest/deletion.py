@@ -94,7 +94,7 @@ def resume_on_start() -> None:
     for pk in pks:
         _threads.put(pk)
     if pks:
-        log.warning("%d run deletion(s) a stopped server or worker left unfinished resumed", len(pks))
+        log.warning("resumed %d run deletion(s) a stopped server or worker left unfinished", len(pks))
 
 
 _threads = background.ThreadPool(1, "gg-deletions", _delete)
