@@ -12,6 +12,8 @@ from runs.stream.record import parse_timestamp
 from runs.models import Event
 from runs.pages import calls
 from runs.pages.report import build_report
+from runs.ingest.writer import append
+from tests.ingest_helpers import new_run
 from tests.pages_helpers import authored, rows
 
 pytestmark = pytest.mark.django_db
@@ -48,6 +50,18 @@ def test_tokens_per_second_pool_generated_tokens_over_model_time():
     assert pooled["agents"]["agent-0"]["per_second"] == pytest.approx(100)
     assert pooled["agents"]["root"]["per_second"] == pytest.approx(200 / 2.0)
     assert build_report(run)["run"]["generatedTokensPerSecond"] == pytest.approx(100)
+
+
+def test_the_rates_card_says_when_no_turn_reported_model_time(viewer_client):
+    """A scripted run (no model delays) reports no time inside model calls: the card says so rather
+    than "pooled over 0.0 ms"."""
+    timed, untimed = authored(), new_run()
+    append(untimed, [{"type": "usage", "agentId": "root", "turn": 1, "tokens": {"output": 10}},
+                     {"type": "turn_timing", "agentId": "root", "turn": 1, "requestMs": 0}])
+    card = viewer_client.get(reverse("runs:detail", args=(timed.pk,))).content.decode()
+    assert "pooled over 2.5" in card and "no turn reported time" not in card
+    card = viewer_client.get(reverse("runs:detail", args=(untimed.pk,))).content.decode()
+    assert "no turn reported time inside a model call" in card and "pooled over" not in card
 
 
 def test_the_feed_footer_counts_the_records_its_rows_stand_for(viewer_client):
