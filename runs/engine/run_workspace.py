@@ -12,8 +12,6 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from django.conf import settings
-
 MAX_FILES = 2000  # members, directories included
 MAX_NAME_BYTES = 255  # one path component (NAME_MAX)
 MAX_PATH_CHARS = 1024
@@ -23,14 +21,6 @@ _CHUNK = 64 * 1024
 
 class WorkspaceError(ValueError):
     """The zip was refused; the message says why, naming the member where there is one."""
-
-
-def workspaces_root() -> Path:
-    return Path(settings.VAR_DIR) / "workspaces"
-
-
-def workspace_dir(run) -> Path:
-    return workspaces_root() / str(run.pk)
 
 
 def check_zip(upload) -> None:

@@ -13,7 +13,6 @@ import uuid
 from django.utils import timezone
 
 from runs.engine.external import run_external
-from runs.engine.run_workspace import workspace_dir
 from runs.ingest.services import run_set_status
 from runs.ingest.writer import RunGone
 from runs.models import Run
@@ -49,7 +48,7 @@ def start_run(run, *, provider=None, workspace=None):
         telemetry.flush()
         run_set_status(run, Run.Status.ERROR)
         return Run.Status.ERROR
-    workspace = workspace or workspace_dir(run)
+    workspace = workspace or run.workspace_dir
     try:
         if spec.engine == "gg":
             status = run_external(run, spec, session_id, workspace, lambda: cancel_requested(run))

@@ -8,6 +8,7 @@ next server or worker that starts (`resume_on_start`).
 """
 
 import logging
+import shutil
 
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
@@ -23,8 +24,8 @@ LEASE_KEY = "gg-console:deletion-lease:{}"
 
 
 def run_delete(run: Run, *, batch: int = DELETE_BATCH) -> dict:
-    """Delete a run and everything stored for it: events, rejected lines, projections and its rows of
-    the search index. Bulk deletes (no event is loaded); open feeds of the run hear it from the
+    """Delete a run and everything stored for it: events, rejected lines, projections, its rows of the
+    search index and, once those are gone, its workspace directory (a launched run's). Bulk deletes (no event is loaded); open feeds of the run hear it from the
     doorbell. Returns what went: ``{"events": n, "agents": m, ...}``.
 
     A long log goes first, `batch` records a transaction from its end, so that other writers wait a
@@ -52,6 +53,7 @@ def run_delete(run: Run, *, batch: int = DELETE_BATCH) -> dict:
         gone["stores"] = ModuleStore.objects.filter(run_id=pk).delete()[0]
         Run.every.filter(pk=pk).delete()
         doorbell.ring_on_commit(pk, run.last_seq, "deleted")
+    shutil.rmtree(run.workspace_dir, ignore_errors=True)  # (rmtree removes a symlink, never follows it)
     return gone
 
 

@@ -55,10 +55,11 @@ def dispatch(run_pk: int) -> None:
 def execute(run_pk: int) -> None:
     """Run one queued run to its end; a failure outside the engine's own handling leaves a clear status."""
     try:
-        run = Run.objects.get(pk=run_pk)
+        run = Run.objects.filter(pk=run_pk).first()
         # The claim is one conditional UPDATE: of two workers handed the same run, one starts it.
-        if run.cancel_requested or not run_set_status(run, Run.Status.RUNNING, only_from=(Run.Status.QUEUED,)):
-            return  # canceled while queued, swept, or claimed by another worker: nothing to start
+        if run is None or run.cancel_requested or not run_set_status(run, Run.Status.RUNNING,
+                                                                     only_from=(Run.Status.QUEUED,)):
+            return  # deleted or canceled while queued, swept, or claimed by another worker: nothing to start
         with background.lease(LEASE_KEY.format(run_pk)):
             start_run(run)
     except Exception:

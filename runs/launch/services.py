@@ -37,7 +37,7 @@ def run_launch(*, form: LaunchForm, upload=None, user=None):
     try:
         with transaction.atomic():
             run = _create_queued(name, run_spec, form.spec, user)
-            dest = workspace.workspace_dir(run)
+            dest = run.workspace_dir
             shutil.rmtree(dest, ignore_errors=True)  # a deleted run's leftovers under a reused id
             if upload is not None:
                 workspace.unpack(upload, dest)

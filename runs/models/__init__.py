@@ -7,6 +7,7 @@ rebuildable from the log (`manage.py rebuild_projections`).
 
 import secrets
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import models
@@ -113,6 +114,11 @@ class Run(models.Model):
     @property
     def is_live(self):
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def workspace_dir(self) -> Path:
+        """A launched run's working directory (`runs.engine.run_workspace` fills it; its deletion empties it)."""
+        return Path(settings.VAR_DIR) / "workspaces" / str(self.pk)
 
 
 class Agent(models.Model):

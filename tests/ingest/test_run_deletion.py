@@ -97,6 +97,31 @@ def test_a_deleted_run_is_gone_to_pages_writes_and_names_before_its_records_go(d
 
 
 @pytest.mark.django_db
+def test_a_launched_run_s_workspace_goes_with_it(settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    run, kept = _stored("launched"), _stored("kept")
+    for each in (run, kept):
+        each.workspace_dir.mkdir(parents=True)
+        (each.workspace_dir / "game.js").write_text("loop()")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("host file")
+    (run.workspace_dir / "link").symlink_to(outside)  # a model's shell can leave one
+    deletion.run_delete(run)
+    assert not run.workspace_dir.exists() and outside.read_text() == "host file"
+    assert (kept.workspace_dir / "game.js").read_text() == "loop()"
+
+
+@pytest.mark.django_db
+def test_a_queued_run_deleted_before_a_worker_takes_it_starts_nothing(caplog):
+    run = Run.objects.create(name="queued", source=Run.Source.ENGINE, status=Run.Status.QUEUED)
+    assert deletion.run_delete_later(run)
+    with caplog.at_level(logging.INFO):
+        dispatch.execute(run.pk)  # the worker the launch handed it to
+    assert not caplog.records and not Event.objects.filter(run_id=run.pk).exists()
+    assert Run.every.get(pk=run.pk).status == Run.Status.QUEUED  # untouched until its deletion takes it
+
+
+@pytest.mark.django_db
 def test_the_admin_leaves_deleting_runs_to_the_console(admin_client):
     """Django's admin would delete a run's every record in one request and one transaction."""
     run = _stored("in-admin")

@@ -32,7 +32,7 @@ def launch_spec_file(path, name=None):
         run = services.run_create(name=services.unique_run_name(base), source=Run.Source.ENGINE,
                                   status=Run.Status.QUEUED, launch_spec=data, capability_set=spec.capability_set())
         dispatch.reserve(run.pk)  # a sweep starting now spares it
-    workspace.create_empty(workspace.workspace_dir(run))
+    workspace.create_empty(run.workspace_dir)
     return run
 
 
