@@ -8,6 +8,7 @@ still closed with `internal_error`.
 """
 
 import logging
+import shutil
 import uuid
 
 from django.utils import timezone
@@ -57,6 +58,8 @@ def start_run(run, *, provider=None, workspace=None):
             status = engine.run()
     except RunGone:
         log.info("run %s stopped: deleted while it ran", run.pk)
+        # Its deletion may have emptied the workspace before this turn's last tool wrote into it.
+        shutil.rmtree(run.workspace_dir, ignore_errors=True)
         return Run.Status.CANCELED
     except Exception:
         log.exception("run %s failed outside the engine's own handling", run.pk)

@@ -157,7 +157,7 @@ def test_a_live_engine_run_deleted_stops_and_all_of_it_goes(deleter, caplog):
         assert retry_locked(lambda: deleter.post(reverse("runs:delete", args=[run.pk]))).status_code == 302
         _until_idle(dispatch._threads)  # the engine's thread let go of the run
         _until_idle()
-    assert _gone(run.pk)
+    assert _gone(run.pk) and not run.workspace_dir.exists()
     # (django.request may log a retried request that met the worker's write on the test database)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("runs")], caplog.text
     assert f"run {run.pk} stopped: deleted while it ran" in caplog.text
