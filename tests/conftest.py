@@ -58,6 +58,20 @@ def pg_env(tmp_path):
         admin.close()
 
 
+@pytest.fixture
+def local_redis(settings):
+    """The Redis path's settings (REDIS_URL on the local Redis) and a client of it; skipped without it."""
+    import redis
+
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"Redis does not answer ({exc})")
+    return client
+
+
 @pytest.fixture(autouse=True)
 def unlocked_reads(request):
     """Threads of a transactional test (the launch worker, the feed's window readers, a live server)

@@ -1,12 +1,16 @@
 """Helpers for the launch tests: submit a rendered form the way a browser would, wait for a run."""
 
 import io
+import json
 import time
 import zipfile
 from html.parser import HTMLParser
 
 from django.db import OperationalError
 from django.http import QueryDict
+from django.urls import reverse
+
+from runs.models import Run
 
 
 class _FormFields(HTMLParser):
@@ -92,6 +96,21 @@ def _until_threads_idle(deadline):
 
     while dispatch._threads.busy() and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+SLOW_SCRIPT = {"root": [{"delayMs": 150, "toolCalls": [{"name": "list_dir", "args": {"path": "."}}]}] * 200}
+
+
+def launch_slow_run(client):
+    """Launch a scripted run of 200 turns 150 ms apart from the form; the Run, once two turns in."""
+    fields = form_fields(client.get(reverse("runs:new")).content)
+    fields.update({"task": ["List the workspace forever."], "provider.kind": ["script"],
+                   "provider.script": [json.dumps(SLOW_SCRIPT)]})
+    assert client.post(reverse("runs:new"), fields).status_code == 302
+    run = Run.objects.get()
+    while run.turn_count < 2:
+        run.refresh_from_db()
+    return run
 
 
 def retry_locked(write):

@@ -2,12 +2,10 @@
 the request commits, its records go in a background thread while the runs list says so, a live engine
 run stops, and a deletion a stopped server cut short is finished by the next start."""
 
-import json
 import logging
 import time
 
 import pytest
-import redis
 from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -19,7 +17,7 @@ from runs.ingest.rebuild import rebuild_projections
 from runs.launch import dispatch
 from runs.models import Agent, Event, IngestToken, RejectedLine, Run, RunFacts
 from tests.ingest_helpers import page_statuses
-from tests.launch_helpers import form_fields, retry_locked
+from tests.launch_helpers import form_fields, launch_slow_run, retry_locked
 from tests.streams import STREAMS
 
 
@@ -141,18 +139,9 @@ def test_the_selection_s_delete_takes_every_record_in_the_background(deleter):
     assert "deleting-run" not in deleter.get(reverse("runs:list")).content.decode()
 
 
-SLOW_SCRIPT = {"root": [{"delayMs": 150, "toolCalls": [{"name": "list_dir", "args": {"path": "."}}]}] * 200}
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_live_engine_run_deleted_stops_and_all_of_it_goes(deleter, caplog):
-    fields = form_fields(deleter.get(reverse("runs:new")).content)
-    fields.update({"task": ["List the workspace forever."], "provider.kind": ["script"],
-                   "provider.script": [json.dumps(SLOW_SCRIPT)]})
-    assert deleter.post(reverse("runs:new"), fields).status_code == 302
-    run = Run.objects.get()
-    while run.turn_count < 2:
-        run.refresh_from_db()
+    run = launch_slow_run(deleter)
     with caplog.at_level(logging.INFO):
         assert retry_locked(lambda: deleter.post(reverse("runs:delete", args=[run.pk]))).status_code == 302
         _until_idle(dispatch._threads)  # the engine's thread let go of the run
@@ -174,15 +163,9 @@ def test_a_deletion_a_stopped_server_cut_short_is_finished_by_the_next_start():
     assert _gone(run.pk) and Event.objects.filter(run=kept).count() == kept.last_seq
 
 
-def test_a_starting_process_leaves_a_deletion_another_holds_alone(settings):
+def test_a_starting_process_leaves_a_deletion_another_holds_alone(local_redis):
     """Redis path: the process deleting a run holds its lease; one starting meanwhile resumes only
     the deletions nobody holds."""
-    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.skip(f"Redis does not answer ({exc})")
     held, free = 10**9 + 1, 10**9 + 2  # ids no run of another test has
     with background.lease(deletion.LEASE_KEY.format(held)):
         assert background.unleased([held, free], deletion.LEASE_KEY) == [free]

@@ -10,7 +10,7 @@ from runs.launch import dispatch, services
 from runs.engine.validation import validate_spec
 from runs.launch.forms import LaunchForm
 from runs.models import Event, Run, SavedConfiguration
-from tests.launch_helpers import form_fields, querydict, retry_locked, wait_for_end, zip_upload
+from tests.launch_helpers import form_fields, launch_slow_run, querydict, retry_locked, wait_for_end, zip_upload
 
 
 @pytest.fixture(autouse=True)
@@ -156,18 +156,9 @@ def test_a_zip_the_filesystem_would_refuse_is_a_named_error_not_a_500(operator_c
 
 # ---- cancel ----------------------------------------------------------------------------------
 
-SLOW_SCRIPT = {"root": [{"delayMs": 150, "toolCalls": [{"name": "list_dir", "args": {"path": "."}}]}] * 200}
-
-
 @pytest.mark.django_db(transaction=True)
 def test_cancel_stops_a_running_run_at_the_turn_boundary_keeping_its_events(operator_client):
-    fields = form_fields(operator_client.get(reverse("runs:new")).content)
-    fields.update({"task": ["List the workspace forever."], "provider.kind": ["script"],
-                   "provider.script": [json.dumps(SLOW_SCRIPT)]})
-    assert operator_client.post(reverse("runs:new"), fields).status_code == 302
-    run = Run.objects.get()
-    while run.turn_count < 2:
-        run.refresh_from_db()
+    run = launch_slow_run(operator_client)
     assert run.status == Run.Status.RUNNING
     assert b'id="cancel-run"' in operator_client.get(reverse("runs:feed", args=[run.pk])).content
     # The service the Cancel button calls (the view is exercised on a queued run below); retried
@@ -411,17 +402,9 @@ def test_sweep_marks_engine_runs_left_live_interrupted_and_keeps_their_events():
 
 
 @pytest.mark.django_db
-def test_a_launch_is_leased_before_it_commits_so_a_sweep_in_between_spares_it(operator_client, settings):
+def test_a_launch_is_leased_before_it_commits_so_a_sweep_in_between_spares_it(operator_client, local_redis):
     """Redis path: a server or worker starting between the run's commit and its dispatch must not
     mark it interrupted (here the commit's dispatch never comes: the test's transaction stays open)."""
-    import redis
-
-    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.skip(f"Redis does not answer ({exc})")
     assert operator_client.post(reverse("runs:new"), demo_form(operator_client, "review")).status_code == 302
     run = Run.objects.get()
     try:
@@ -429,7 +412,7 @@ def test_a_launch_is_leased_before_it_commits_so_a_sweep_in_between_spares_it(op
         run.refresh_from_db()
         assert run.status == Run.Status.QUEUED
     finally:
-        client.delete(dispatch.LEASE_KEY.format(run.pk))
+        local_redis.delete(dispatch.LEASE_KEY.format(run.pk))
 
 
 @pytest.mark.django_db
