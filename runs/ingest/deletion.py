@@ -25,8 +25,9 @@ LEASE_KEY = "gg-console:deletion-lease:{}"
 
 def run_delete(run: Run, *, batch: int = DELETE_BATCH) -> dict:
     """Delete a run and everything stored for it: events, rejected lines, projections, its rows of the
-    search index and, once those are gone, its workspace directory (a launched run's). Bulk deletes (no event is loaded); open feeds of the run hear it from the
-    doorbell. Returns what went: ``{"events": n, "agents": m, ...}``.
+    search index and, once those are gone, its workspace directory (a launched run's). Bulk deletes
+    (no event is loaded); open feeds of the run hear it from the doorbell. Returns what went:
+    ``{"events": n, "agents": m, ...}``.
 
     A long log goes first, `batch` records a transaction from its end, so that other writers wait a
     batch at a time rather than the whole deletion (SQLite has one write lock and a 30 s busy
