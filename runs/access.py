@@ -10,7 +10,7 @@ import unicodedata
 from functools import lru_cache
 from urllib.parse import unquote
 
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
@@ -26,6 +26,16 @@ def run_resolve(ref) -> Run | None:
         if run is not None:
             return run
     return Run.objects.filter(name=ref).first()
+
+
+def run_or_404(pk) -> Run:
+    """The run `pk` names; else Http404 saying why (the 404 page shows it): deleted, or none."""
+    run = Run.objects.filter(pk=pk).first()
+    if run is None:
+        if Run.every.filter(pk=pk).exists():
+            raise Http404(f"Run {pk} was deleted; its records are going in the background.")
+        raise Http404(f"There is no run {pk}: it was deleted, or never was.")
+    return run
 
 
 def bearer_token(request) -> IngestToken | None:

@@ -2,14 +2,14 @@
 the tail over the socket (runs.feed.consumer.FeedConsumer), the rest over HTTP (runs.feed.history)."""
 
 from django.http import JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from runs.access import run_or_404
 from runs.feed import checkpoints, history
 from runs.feed.filters import FeedFilter
 from runs.feed.rows import KINDS
-from runs.models import Run
 from runs.pages.common import run_context
 
 WINDOW_ROWS = 250  # rows the page keeps in the DOM, whatever the run's size (~17 nodes each)
@@ -17,7 +17,7 @@ WINDOW_ROWS = 250  # rows the page keeps in the DOM, whatever the run's size (~1
 
 @require_GET
 def run_feed(request, pk):
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     flt = FeedFilter.parse(request.GET)
     operations = set()
     for api_calls, tool_calls in run.agents.values_list("api_calls", "tool_calls"):
@@ -58,7 +58,7 @@ def _int(value, name):
 def feed_rows(request, pk):
     """A page of rows as JSON (history.Page): ?after=N / ?before=N / ?seq=N / ?turn=N / ?time=T, or
     the end of the run; with the feed's filter fields."""
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     flt = FeedFilter.parse(request.GET)
     get = request.GET
     try:

@@ -7,10 +7,10 @@ from pathlib import PurePath
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs.access import may_delete_runs, may_end_runs
+from runs.access import may_delete_runs, may_end_runs, run_or_404
 from runs.ingest import deletion, services, writer
 from runs.ingest.forms import ImportForm
 from runs.models import Run
@@ -48,7 +48,7 @@ def run_delete(request, pk):
     """GET: what deleting the run takes with it, and a confirm button; POST: delete it."""
     if not may_delete_runs(request.user):
         raise PermissionDenied("Deleting a run needs the runs.delete_run permission.")
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     if request.method == "GET":
         return render(request, "runs/delete.html", {"run": run, "agents": run.agents.count()})
     if deletion.run_delete_later(run):
@@ -61,7 +61,7 @@ def run_mark_ended(request, pk):
     """An imported or pushed run that never sent session_ended: the operator ends it by hand."""
     if not may_end_runs(request.user):
         raise PermissionDenied("Marking a run ended needs the runs.add_run permission.")
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     if services.run_mark_ended(run, by=request.user.get_username()):
         messages.info(request, f"{run.name} marked ended.")
     else:
@@ -71,7 +71,7 @@ def run_mark_ended(request, pk):
 
 @require_GET
 def run_export(request, pk):
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     return ndjson_response(run, filename=f"{stored.file_stem(run)}.ndjson", request=request)
 
 

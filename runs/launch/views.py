@@ -11,13 +11,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST, require_http_methods
 
-from runs.access import may_launch, return_path
+from runs.access import may_launch, return_path, run_or_404
 from runs.demo import demo_names, demo_spec
 from runs.launch import services
 from runs.launch.forms import WORKSPACE_FIELD, LaunchForm, dom_id
 from runs.launch.rerun import rerun_spec
 from runs.launch.starter import dry_run
-from runs.models import Run, SavedConfiguration
+from runs.models import SavedConfiguration
 from runs.stream.record import whole_number
 
 
@@ -75,7 +75,7 @@ def launch_validate(request):
 @require_GET
 @launch_permission_required
 def run_rerun(request, pk):
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     spec, found = rerun_spec(run)
     if not found:
         messages.warning(request, f"{run.name}'s stream carried no capability set (session_started."
@@ -88,7 +88,7 @@ def run_rerun(request, pk):
 @require_POST
 @launch_permission_required
 def run_cancel(request, pk):
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     target = return_path(request, request.POST.get("next", ""), reverse("runs:feed", args=[pk]))
     if request.POST.get("confirm") != "yes":
         return _confirm(request, f"Cancel {run.name}?", [

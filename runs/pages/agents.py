@@ -13,11 +13,12 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from runs.access import run_or_404
 from runs.stream.record import as_list, gg_record, whole_number
 from runs.stream.prices import model_prices
 from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Holding, Run
-from runs.pages.common import (call_spelling, call_surface, calls_once, failed_calls, get_run,
+from runs.pages.common import (call_spelling, call_surface, calls_once, failed_calls,
                                run_agents, run_context, run_holdings, tool_keyed)
 from runs.pages.costs import agent_spend
 from runs.pages.divergences import run_divergences
@@ -42,7 +43,7 @@ ENDING_TOOLS = frozenset(t for e in ENDINGS.values() for t in e.tools)
 
 @require_GET
 def agents_page(request, pk):
-    run = get_run(pk)
+    run = run_or_404(pk)
     agents = run_agents(run)
     table = model_prices()
     rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent),
@@ -58,7 +59,7 @@ def agents_page(request, pk):
 
 @require_GET
 def agent_page(request, pk, agent_id):
-    run = get_run(pk)
+    run = run_or_404(pk)
     agent = run.agents.filter(agent_id=agent_id).select_related("parent", "predecessor").first()
     if agent is None:
         raise Http404(f"Run {run.name!r} has no agent {agent_id!r}.")

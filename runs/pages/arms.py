@@ -9,14 +9,15 @@ from collections import Counter
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from runs.access import run_or_404
 from runs.models import Agent
-from runs.pages.common import get_run, run_agents, run_context
+from runs.pages.common import run_agents, run_context
 from surfaces.catalogue import OPERATIONS
 
 
 @require_GET
 def arms_page(request, pk):
-    run = get_run(pk)
+    run = run_or_404(pk)
     agents = run_agents(run)
     return render(request, "runs/arms.html", run_context(run, "arms", agents, comparison=arms_comparison(agents)))
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from django.shortcuts import get_object_or_404
 
 from runs.models import Agent, Holding, Run
 from runs.pages import run_selectors
@@ -25,10 +24,6 @@ def run_context(run: Run, tab: str, agents: list[Agent] | None = None, holdings:
     header = run_selectors.run_header(run)
     header["spend"] = run_costs(run)  # the cost the header shows: priced where the stream has none
     return {"run": run, "tab": tab, "header": header, "badge_reads": (agents, holdings), **extra}
-
-
-def get_run(pk) -> Run:
-    return get_object_or_404(Run, pk=pk)
 
 
 def run_agents(run: Run) -> list[Agent]:

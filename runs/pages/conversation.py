@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.http import Http404
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.models import Event, Run
+from runs.access import run_or_404
+from runs.models import Event
 from runs.pages import programs
 from runs.pages.common import run_context
 from runs.stream.record import gg_record
@@ -33,7 +34,7 @@ def _first(value, default=1):
 
 @require_GET
 def conversation(request, pk, agent_id):
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     agent = run.agents.filter(agent_id=agent_id).first()
     if agent is None:
         raise Http404(f"Run {run.name!r} has no agent {agent_id!r}.")

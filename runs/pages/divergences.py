@@ -9,11 +9,12 @@ from collections import defaultdict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from runs.access import run_or_404
 from runs.stream.profiles import find_profile
 from runs.stream.record import as_list
 from runs.models import Agent, Holding, Run
 from runs.pages.origins import roster_records
-from runs.pages.common import get_run, run_agents, run_context, run_holdings
+from runs.pages.common import run_agents, run_context, run_holdings
 from surfaces.catalogue import CAPABILITIES
 
 DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
@@ -21,7 +22,7 @@ DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
 
 @require_GET
 def divergences_page(request, pk):
-    run = get_run(pk)
+    run = run_or_404(pk)
     agents = run_agents(run)
     holdings = run_holdings(run, agents)
     divergences = run_divergences(run, agents, holdings)

@@ -20,7 +20,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from runs.access import readable_run, turn_url
+from runs.access import readable_run, run_or_404, turn_url
 from runs.stream.record import classify, clock, loads_record, parse_timestamp
 from runs.models import Event, RejectedLine, Run
 from runs.pages import calls, programs
@@ -74,7 +74,7 @@ def neighbours(run: Run, event: Event) -> dict:
 
 @require_GET
 def event_detail(request, pk, seq):
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     event = Event.objects.filter(run=run, seq=seq).first()
     if event is None:
         raise Http404(f"Run {run.name!r} has no record {seq}.")
@@ -93,7 +93,7 @@ def event_detail(request, pk, seq):
 
 @require_GET
 def rejected_detail(request, pk, line_id):
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     line = get_object_or_404(RejectedLine, run=run, pk=line_id)
     return render(request, "runs/rejected.html", run_context(
         run, "overview", line=line, truncated=len(line.raw) >= RejectedLine.RAW_LIMIT))

@@ -11,16 +11,17 @@ from datetime import timedelta
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from runs.access import run_or_404
 from runs.stream.profiles import profile_key, profiles
 from runs.stream.record import as_list, parse_timestamp
 from runs.models import Agent, RejectedLine, Run
-from runs.pages.common import get_run, run_context
+from runs.pages.common import run_context
 from runs.stream.call_times import pooled, pooled_models
 
 
 @require_GET
 def overview_page(request, pk):
-    run = get_run(pk)
+    run = run_or_404(pk)
     context = run_context(run, "overview", profiles=run_profiles(run), rejected_lines=run_rejected_lines(run))
     context["clocks"] = run_clocks(run, duration=context["header"]["duration"])
     context["rates"], context["costs"] = run_rates(run), context["header"]["spend"]

@@ -13,8 +13,9 @@ from collections import defaultdict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from runs.access import run_or_404
 from runs.models import Event, ModuleStore, Run
-from runs.pages.common import get_run, run_context
+from runs.pages.common import run_context
 from runs.stream.record import as_list, as_text, gg_record
 
 # A bounded window over the log: the rounds read at most this many issue_review records.
@@ -23,7 +24,7 @@ REVIEWS_READ = 2000
 
 @require_GET
 def project_page(request, pk):
-    run = get_run(pk)
+    run = run_or_404(pk)
     agent_ids = set(run.agents.values_list("agent_id", flat=True))
     return render(request, "runs/project.html", run_context(run, "project", project=run_project(run), agent_ids=agent_ids))
 

@@ -14,8 +14,9 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from runs.access import run_or_404
 from runs.models import Agent, RefusalGroup, RefusalRow, Run
-from runs.pages.common import call_spelling, get_run, run_agents, run_context
+from runs.pages.common import call_spelling, run_agents, run_context
 
 GROUP_ROWS_SHOWN = 5  # each row is three links: a group lists its first rows, the next ones a page at a time
 PAGE_ROWS = 20  # a page of a group's next rows (`refusal_entries`)
@@ -26,7 +27,7 @@ ENTRY_COLUMNS = ("seq", "kind", "partner", "turn", "operation", "written", "fail
 
 @require_GET
 def refusals_page(request, pk):
-    run = get_run(pk)
+    run = run_or_404(pk)
     agents = run_agents(run)
     return render(request, "runs/refusals.html", run_context(
         run, "refusals", agents, refusals=run_refusals(run, agents)))
@@ -35,7 +36,7 @@ def refusals_page(request, pk):
 @require_GET
 def refusal_entries(request, pk):
     """A group's next refused calls after the seq `after` (keyset): rows for its table."""
-    run = get_run(pk)
+    run = run_or_404(pk)
     agent = Agent.objects.filter(run=run, agent_id=request.GET.get("agent", "")).first()
     try:
         after = int(request.GET.get("after", ""))

@@ -10,8 +10,9 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from runs.access import run_or_404
 from runs.models import Holding, MemoryRevision, ModuleStore
-from runs.pages.common import get_run, run_context
+from runs.pages.common import run_context
 from runs.pages.stores import holder_cost
 from runs.stream.record import whole_number
 from runs.stream.vocabulary import OPEN_AGENT_STATUSES
@@ -22,7 +23,7 @@ REVISIONS_SHOWN = 100
 
 @require_GET
 def store_page(request, pk, module_id):
-    run = get_run(pk)
+    run = run_or_404(pk)
     store = ModuleStore.objects.filter(run=run, module_id=module_id).first()
     if store is None:
         raise Http404("No such store in this run.")

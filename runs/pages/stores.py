@@ -13,11 +13,12 @@ from django.views.decorators.http import require_GET
 
 from django.db.models import Count
 
+from runs.access import run_or_404
 from runs.stream.record import whole_number
 from runs.stream.vocabulary import MODULE_KINDS, OPEN_AGENT_STATUSES
 from runs.models import Agent, Holding, MemoryRevision, ModuleStore, Run
 from runs.pages.origins import roster_records
-from runs.pages.common import get_run, run_agents, run_context, run_holdings
+from runs.pages.common import run_agents, run_context, run_holdings
 
 # The band a holder's store occupies in its context (spec/stream.md §7.4); history is the whole window.
 STORE_BANDS = {"memories": "memory", "tasks": "task_list", "skills": "skill"}
@@ -30,7 +31,7 @@ STORES_SHOWN = 50
 
 @require_GET
 def stores_page(request, pk):
-    run = get_run(pk)
+    run = run_or_404(pk)
     agents = run_agents(run)
     holdings = run_holdings(run, agents)
     stores = store_index(run, agents, holdings)

@@ -20,12 +20,12 @@ from operator import gt, itemgetter
 
 from django.db import connection
 from django.db.models import OuterRef, Subquery
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from runs.access import turn_url_base
+from runs.access import run_or_404, turn_url_base
 from runs.models import Agent, Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan
 from runs.models.timeline import LEVELS, SLOTS, epoch_ms, read_ticks
 from runs.pages.agents import agent_forest
@@ -284,7 +284,7 @@ def build(run: Run, agents: list[Agent], start=None, end=None) -> dict:
 
 @require_GET
 def timeline(request, pk):
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     agents = run_agents(run)
     data = build(run, agents, _float(request.GET.get("start")), _float(request.GET.get("end")))
     return render(request, "runs/timeline.html", run_context(run, "timeline", agents, timeline=data))

@@ -11,9 +11,10 @@ turn is listed, each linking to its own page.
 from __future__ import annotations
 
 from django.http import Http404
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from runs.access import run_or_404
 from runs.models import Agent, Event, Run
 from runs.stream.usage import breakdown_bands
 from runs.pages import calls as call_pairs
@@ -91,7 +92,7 @@ def turn_view(run: Run, agent: Agent, n: int) -> dict:
 
 @require_GET
 def turn_detail(request, pk, agent_id, n):
-    run = get_object_or_404(Run, pk=pk)
+    run = run_or_404(pk)
     agent = run.agents.filter(agent_id=agent_id).first()
     if agent is None:
         raise Http404(f"Run {run.name!r} has no agent {agent_id!r}.")

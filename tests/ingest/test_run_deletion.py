@@ -68,6 +68,8 @@ def test_a_deleted_run_is_gone_to_pages_writes_and_names_before_its_records_go(d
     pages = page_statuses(deleter, run)
     assert {status for url, status in pages.items() if url != reverse("runs:list")} == {404}, pages
     assert deleter.post(reverse("runs:delete", args=[run.pk])).status_code == 404  # asked once
+    gone_page = deleter.get(reverse("runs:timeline", args=[run.pk])).content.decode()
+    assert f"Run {run.pk} was deleted; its records are going in the background." in gone_page
 
     with pytest.raises(writer.RunGone):
         writer.append(run, [{"type": "log", "message": "late"}])
@@ -87,6 +89,8 @@ def test_a_deleted_run_is_gone_to_pages_writes_and_names_before_its_records_go(d
 
     deletion.run_delete(run)  # what the background thread does
     assert _gone(run.pk) and Event.objects.filter(run=kept).count() == kept.last_seq
+    assert f"There is no run {run.pk}: it was deleted, or never was." in \
+        deleter.get(reverse("runs:feed", args=[run.pk])).content.decode()
     partial = deleter.get(reverse("runs:deletions")).content.decode()
     assert "deleting-run" not in partial and "hx-trigger" not in partial  # the list stops asking
     assert deleter.post(reverse("runs:import"), {"file": SimpleUploadedFile("x.ndjson", b'{"type":"log"}\n'),
