@@ -50,13 +50,18 @@ def run_external(run, spec, session_id, workspace_dir, should_cancel):
     status, line_number = None, 0
     watcher = threading.Thread(target=_watch_cancel, args=(proc, should_cancel, cancel_file), daemon=True)
     watcher.start()
-    for raw in proc.stdout:
-        line_number += 1
-        ingest.append_lines(run, [raw], first_line_number=line_number, dedupe=False)
-        record = gg_record(raw)
-        if record.get("type") == "session_ended":
-            status = record.get("status") or status
-    proc.wait()
+    try:
+        for raw in proc.stdout:
+            line_number += 1
+            ingest.append_lines(run, [raw], first_line_number=line_number, dedupe=False)
+            record = gg_record(raw)
+            if record.get("type") == "session_ended":
+                status = record.get("status") or status
+    except BaseException:  # the write path refused (the run was deleted) or failed: gg goes with it
+        proc.kill()
+        raise
+    finally:
+        proc.wait()
     reader.join(timeout=5)
     if warnings:
         ingest.append(run, [{"timestamp": now_rfc3339(), "sessionId": session_id, "type": "log", "level": "warn",

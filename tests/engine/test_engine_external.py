@@ -119,3 +119,49 @@ def test_a_run_on_gg_whose_worker_died_is_swept_interrupted_when_a_server_starts
     # what a starting server or worker does first (gg_console.asgi)
     subprocess.run([sys.executable, "-c", "import gg_console.asgi"], cwd=REPO, env=server.env, check=True, timeout=120)
     assert row() == ("gg", "interrupted", 6, 6, INTERRUPTED_REASON)
+
+
+CHATTY = """#!{python}
+import json, os, sys, time
+open({pid_file!r}, "w").write(str(os.getpid()))
+while True:  # never ends by itself, and never reads its cancel file
+    print(json.dumps({{"type": "log", "level": "info", "message": "still here"}}), flush=True)
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_on_gg_deleted_while_it_runs_takes_the_gg_process_with_it(tmp_path, monkeypatch):
+    """Its next line meets writer.RunGone: the run stops and gg is killed, not left blocked on a pipe
+    nobody reads."""
+    import os
+    import threading
+    import time
+
+    from django.utils import timezone
+
+    from runs.engine.runner import start_run
+    from runs.models import Run
+    from tests.launch_helpers import retry_locked
+
+    binary, pid_file = tmp_path / "gg", tmp_path / "gg.pid"
+    binary.write_text(CHATTY.format(python=sys.executable, pid_file=str(pid_file)))
+    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("GG_BINARY", str(binary))
+    run = Run.objects.create(name="gg-deleted", source=Run.Source.ENGINE, status=Run.Status.QUEUED, launch_spec={
+        "task": "Talk.", "engine": "gg", "agents": [{"slug": "coder"}], "provider": {"kind": "scripted", "script": {}}})
+
+    def delete_when_talking():
+        while Run.objects.filter(pk=run.pk, last_seq__lt=20).exists():
+            time.sleep(0.02)
+        retry_locked(lambda: Run.objects.filter(pk=run.pk).update(deletion_requested_at=timezone.now(),
+                                                                   cancel_requested=True))
+
+    deleter = threading.Thread(target=delete_when_talking)
+    deleter.start()
+    started = time.monotonic()
+    assert start_run(run, workspace=tmp_path / "ws") == Run.Status.CANCELED
+    deleter.join()
+    assert time.monotonic() - started < 30
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)  # killed and reaped
