@@ -2,7 +2,9 @@
 the request commits, its records go in a background thread while the runs list says so, a live engine
 run stops, and a deletion a stopped server cut short is finished by the next start."""
 
+import json
 import logging
+import os
 import time
 
 import pytest
@@ -16,8 +18,8 @@ from runs.ingest import background, deletion, writer
 from runs.ingest.rebuild import rebuild_projections
 from runs.launch import dispatch
 from runs.models import Agent, Event, IngestToken, RejectedLine, Run, RunFacts
-from tests.ingest_helpers import page_statuses
-from tests.launch_helpers import form_fields, launch_slow_run, retry_locked
+from tests.ingest_helpers import manage, page_statuses
+from tests.launch_helpers import SLOW_SCRIPT, form_fields
 from tests.streams import STREAMS
 
 
@@ -143,17 +145,47 @@ def test_the_selection_s_delete_takes_every_record_in_the_background(deleter):
     assert "deleting-run" not in deleter.get(reverse("runs:list")).content.decode()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_live_engine_run_deleted_stops_and_all_of_it_goes(deleter, caplog):
-    run = launch_slow_run(deleter)
-    with caplog.at_level(logging.INFO):
-        assert retry_locked(lambda: deleter.post(reverse("runs:delete", args=[run.pk]))).status_code == 302
-        _until_idle(dispatch._threads)  # the engine's thread let go of the run
-        _until_idle()
-    assert _gone(run.pk) and not run.workspace_dir.exists()
-    # (django.request may log a retried request that met the worker's write on the test database)
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("runs")], caplog.text
-    assert f"run {run.pk} stopped: deleted while it ran" in caplog.text
+# A server's two threads at once (the engine's run, then its deletion) on the embedded default's own
+# database file: on the test database (shared-cache in-memory SQLite) a write meeting another fails at
+# once instead of waiting its turn.
+LIVE_RUN_DELETED = """
+import json, logging, time
+from runs.ingest import deletion
+from runs.launch import dispatch
+from runs.models import Event, Run
+
+logged = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        logged.append((record.levelname, record.getMessage()))
+logging.getLogger("runs").addHandler(Keep())
+logging.getLogger("runs").setLevel(logging.INFO)
+run = Run.objects.create(name="live", source=Run.Source.ENGINE, status=Run.Status.QUEUED,
+                         launch_spec=json.loads({spec!r}))
+run.workspace_dir.mkdir(parents=True)
+dispatch.dispatch(run.pk)
+while Run.objects.get(pk=run.pk).turn_count < 2:
+    time.sleep(0.02)
+assert deletion.run_delete_later(run)
+deadline = time.monotonic() + 60
+while (dispatch._threads.busy() or deletion._threads.busy()) and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(json.dumps({{"pk": run.pk, "left": Run.every.filter(pk=run.pk).exists() or Event.objects.filter(run_id=run.pk).exists(),
+                  "workspace": run.workspace_dir.exists(), "logged": logged}}))
+"""
+
+
+def test_a_live_engine_run_deleted_stops_and_all_of_it_goes(tmp_path):
+    env = {**os.environ, "GG_CONSOLE_VAR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "gg_console.settings"}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    manage(env, "migrate", "--noinput")
+    spec = {"task": "List the workspace forever.", "provider": {"kind": "scripted", "script": SLOW_SCRIPT},
+            "agents": [{"slug": "coder", "capabilities": [{"id": "list-dir", "enabled": True}]}]}
+    out = json.loads(manage(env, "shell", "-c", LIVE_RUN_DELETED.format(spec=json.dumps(spec))).stdout.splitlines()[-1])
+    assert not out["left"] and not out["workspace"], out
+    assert [m for level, m in out["logged"] if level in ("ERROR", "CRITICAL")] == [], out["logged"]
+    assert ["INFO", f"run {out['pk']} stopped: deleted while it ran"] in out["logged"]
 
 
 @pytest.mark.django_db(transaction=True)
