@@ -92,7 +92,7 @@ def runs_selected(request):
             return render(request, "across/delete_runs.html", {
                 "runs": runs, "back": request.POST.get("back", ""),
                 "records": sum(r.last_seq for r in runs)})
-        runs = [run for run in runs if deletion.run_delete_later(run)]
+        runs = deletion.run_delete_later(*runs)
         messages.success(request, f"Deleted {len(runs)} run{'s' if len(runs) != 1 else ''}: "
                                   f"{', '.join(r.name for r in runs[:10])}{' …' if len(runs) > 10 else ''}; "
                                   f"their records go in the background.")

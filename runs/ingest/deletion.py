@@ -58,16 +58,18 @@ def run_delete(run: Run, *, batch: int = DELETE_BATCH) -> dict:
     return gone
 
 
-def run_delete_later(run: Run) -> bool:
-    """Delete `run` in the background (see the module's docstring). False when its deletion was asked
-    for already, or it is gone."""
+def run_delete_later(*runs: Run) -> list[Run]:
+    """Delete `runs` in the background (see the module's docstring): those whose deletion this asked
+    for (not asked already, not gone). One transaction: every one is gone before the first goes."""
+    asked = []
     with transaction.atomic():
-        # cancel_requested: a live engine run stops at its next turn boundary (its writes are refused already).
-        if not Run.objects.filter(pk=run.pk).update(deletion_requested_at=timezone.now(), cancel_requested=True):
-            return False
-        doorbell.ring_on_commit(run.pk, run.last_seq, "deleted")
-        transaction.on_commit(lambda: _threads.put(run.pk))
-    return True
+        for run in runs:
+            # cancel_requested: a live engine run stops at its next turn boundary (its writes are refused already).
+            if Run.objects.filter(pk=run.pk).update(deletion_requested_at=timezone.now(), cancel_requested=True):
+                doorbell.ring_on_commit(run.pk, run.last_seq, "deleted")
+                transaction.on_commit(lambda pk=run.pk: _threads.put(pk))
+                asked.append(run)
+    return asked
 
 
 def _delete(pk: int) -> None:
