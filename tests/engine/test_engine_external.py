@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.console_server import ConsoleServer
 from tests.paths import GG_FIXTURES
 from tests.engine_helpers import run_spec
 
@@ -25,13 +26,27 @@ print("not json at all", flush=True)
 """
 
 
+def _stand_in(tmp_path, script):
+    """An executable `gg` in tmp_path running `script`."""
+    binary = tmp_path / "gg"
+    binary.write_text(script)
+    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
+    return binary
+
+
+def _server_on_gg(tmp_path, script):
+    """A console's var/ and database of its own (migrated), whose GG_BINARY is a stand-in running `script`."""
+    server = ConsoleServer(tmp_path / "var")
+    server.var_dir.mkdir()
+    server.env["GG_BINARY"] = str(_stand_in(tmp_path, script))
+    server.manage("migrate", "--noinput")
+    return server
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_run_executed_by_gg_is_tailed_into_ingest(tmp_path, monkeypatch):
     stream = GG_FIXTURES / "real-mock-session.ndjson"
-    binary = tmp_path / "gg"
-    binary.write_text(STAND_IN.format(python=sys.executable, stream=str(stream)))
-    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("GG_BINARY", str(binary))
+    monkeypatch.setenv("GG_BINARY", str(_stand_in(tmp_path, STAND_IN.format(python=sys.executable, stream=str(stream)))))
     data = {"task": "Make a game.", "engine": "gg",
             "agents": [{"slug": "coder", "name": "Coder", "capabilities": [{"id": "write-file", "enabled": True}]}],
             "provider": {"kind": "scripted", "script": {}}}
@@ -85,16 +100,9 @@ def test_a_run_on_gg_whose_worker_died_is_swept_interrupted_when_a_server_starts
     import time
 
     from runs.launch.dispatch import INTERRUPTED_REASON
-    from tests.console_server import ConsoleServer
     from tests.paths import REPO
 
-    binary = tmp_path / "gg"
-    binary.write_text(HANGING.format(python=sys.executable))
-    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
-    server = ConsoleServer(tmp_path / "var")
-    server.var_dir.mkdir()
-    server.env["GG_BINARY"] = str(binary)
-    server.manage("migrate", "--noinput")
+    server = _server_on_gg(tmp_path, HANGING.format(python=sys.executable))
     spec = json.dumps({"task": "Hang.", "engine": "gg", "agents": [{"slug": "coder"}],
                        "provider": {"kind": "scripted", "script": {}}})
     worker = subprocess.Popen([sys.executable, "manage.py", "shell", "-c", RUN_ON_GG.format(spec=spec)], cwd=REPO,
@@ -159,15 +167,8 @@ def test_a_run_on_gg_deleted_while_it_runs_takes_the_gg_process_with_it(tmp_path
     """Its next line meets writer.RunGone: the run stops and gg is killed and reaped, not left blocked
     on a pipe nobody reads. (A process of its own on a database file: the deletion's write and the
     run's meet, and on the test database one would fail at once instead of waiting.)"""
-    from tests.console_server import ConsoleServer
-
-    binary, pid_file = tmp_path / "gg", tmp_path / "gg.pid"
-    binary.write_text(CHATTY.format(python=sys.executable, pid_file=str(pid_file)))
-    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
-    server = ConsoleServer(tmp_path / "var")
-    server.var_dir.mkdir()
-    server.env["GG_BINARY"] = str(binary)
-    server.manage("migrate", "--noinput")
+    pid_file = tmp_path / "gg.pid"
+    server = _server_on_gg(tmp_path, CHATTY.format(python=sys.executable, pid_file=str(pid_file)))
     spec = json.dumps({"task": "Talk.", "engine": "gg", "agents": [{"slug": "coder"}],
                        "provider": {"kind": "scripted", "script": {}}})
     out = server.manage("shell", "-c", GG_RUN_DELETED.format(spec=spec, pid_file=str(pid_file)))

@@ -4,7 +4,6 @@ run stops, and a deletion a stopped server cut short is finished by the next sta
 
 import json
 import logging
-import os
 import time
 
 import pytest
@@ -18,7 +17,8 @@ from runs.ingest import background, deletion, writer
 from runs.ingest.rebuild import rebuild_projections
 from runs.launch import dispatch
 from runs.models import Agent, Event, IngestToken, RejectedLine, Run, RunFacts
-from tests.ingest_helpers import manage, page_statuses
+from tests.console_server import ConsoleServer
+from tests.ingest_helpers import page_statuses
 from tests.launch_helpers import SLOW_SCRIPT, form_fields
 from tests.streams import STREAMS
 
@@ -176,13 +176,11 @@ print(json.dumps({{"pk": run.pk, "left": Run.every.filter(pk=run.pk).exists() or
 
 
 def test_a_live_engine_run_deleted_stops_and_all_of_it_goes(tmp_path):
-    env = {**os.environ, "GG_CONSOLE_VAR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "gg_console.settings"}
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
-    manage(env, "migrate", "--noinput")
+    server = ConsoleServer(tmp_path)
+    server.manage("migrate", "--noinput")
     spec = {"task": "List the workspace forever.", "provider": {"kind": "scripted", "script": SLOW_SCRIPT},
             "agents": [{"slug": "coder", "capabilities": [{"id": "list-dir", "enabled": True}]}]}
-    out = json.loads(manage(env, "shell", "-c", LIVE_RUN_DELETED.format(spec=json.dumps(spec))).stdout.splitlines()[-1])
+    out = json.loads(server.manage("shell", "-c", LIVE_RUN_DELETED.format(spec=json.dumps(spec))).stdout.splitlines()[-1])
     assert not out["left"] and not out["workspace"], out
     assert [m for level, m in out["logged"] if level in ("ERROR", "CRITICAL")] == [], out["logged"]
     assert ["INFO", f"run {out['pk']} stopped: deleted while it ran"] in out["logged"]
