@@ -10,6 +10,8 @@
   "rejections": [{"line", "reason"}]}``; line numbers count from 1 in each request body.
   POST to a name no run has yet creates that run (source ``api``); an all-digits ref must name an
   existing run (404 otherwise). A token with run names writes only into those runs (403 otherwise).
+  A name still held by a run being deleted answers 409 with ``Retry-After``; a run deleted while
+  its body was read, 410.
 """
 
 from django.contrib.auth.decorators import login_not_required
@@ -64,6 +66,10 @@ def _post(request, ref):
             return JsonResponse({"error": f"No run with id {ref}."}, status=404)
         try:
             run, created = services.run_get_or_create(name=str(ref), source=Run.Source.API, created_by=user)
+        except services.RunNameTaken as exc:  # held by a run still being deleted: free again soon
+            response = JsonResponse({"error": str(exc)}, status=409)
+            response["Retry-After"] = "5"
+            return response
         except ValueError as exc:
             return JsonResponse({"error": str(exc)}, status=400)
     problem = "" if created else run_write_problem(run, user)

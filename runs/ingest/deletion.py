@@ -3,12 +3,14 @@ Delete. The run is gone to every page, feed, search and write once the request c
 (`Run.objects` no longer shows it, open feeds hear it from the doorbell, a live engine run is told to
 stop), and its records go in a background thread of the server: a million of them take ~45 s on
 SQLite, longer than a browser should wait. The runs list says what is still being deleted
-(`runs.across.run_list.deletions_pending`); a deletion a stopped server cut short is finished by the
-next server or worker that starts (`resume_on_start`).
+(`runs.across.run_list.deletions_pending`). A deletion that fails is tried again a few times
+(`RETRY_SECONDS`); one a stopped server cut short is finished by the next server or worker that starts
+(`resume_on_start`).
 """
 
 import logging
 import shutil
+import threading
 
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
@@ -21,6 +23,7 @@ log = logging.getLogger(__name__)
 
 DELETE_BATCH = 20_000  # records a transaction (`run_delete`)
 LEASE_KEY = "gg-console:deletion-lease:{}"
+RETRY_SECONDS = (5, 30, 120)  # a failed deletion's next tries (a database locked or out of reach a while)
 
 
 def run_delete(run: Run, *, batch: int = DELETE_BATCH) -> dict:
@@ -67,12 +70,13 @@ def run_delete_later(*runs: Run) -> list[Run]:
             # cancel_requested: a live engine run stops at its next turn boundary (its writes are refused already).
             if Run.objects.filter(pk=run.pk).update(deletion_requested_at=timezone.now(), cancel_requested=True):
                 doorbell.ring_on_commit(run.pk, run.last_seq, "deleted")
-                transaction.on_commit(lambda pk=run.pk: _threads.put(pk))
+                transaction.on_commit(lambda pk=run.pk: _threads.put((pk, 0)))
                 asked.append(run)
     return asked
 
 
-def _delete(pk: int) -> None:
+def _delete(item: tuple[int, int]) -> None:
+    pk, tries = item
     try:
         # Leased: a server or worker starting meanwhile leaves this deletion to this process.
         with background.lease(LEASE_KEY.format(pk)):
@@ -80,7 +84,15 @@ def _delete(pk: int) -> None:
             if run is not None:
                 run_delete(run)
     except Exception:
-        log.exception("deleting run %s stopped; the next server or worker to start finishes it", pk)
+        # What went stays gone (a batch a transaction); the rest is tried again here, then left to the
+        # next start.
+        if tries < len(RETRY_SECONDS):
+            log.exception("deleting run %s stopped; trying again in %s s", pk, RETRY_SECONDS[tries])
+            again = threading.Timer(RETRY_SECONDS[tries], _threads.put, [(pk, tries + 1)])
+            again.daemon = True
+            again.start()
+        else:
+            log.exception("deleting run %s stopped; the next server or worker to start finishes it", pk)
     finally:
         connection.close()
 
@@ -97,7 +109,7 @@ def resume_on_start() -> None:
     finally:
         close_old_connections()
     for pk in pks:
-        _threads.put(pk)
+        _threads.put((pk, 0))
     if pks:
         log.warning("resumed %d run deletion(s) a stopped server or worker left unfinished", len(pks))
 

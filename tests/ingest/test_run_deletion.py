@@ -8,6 +8,7 @@ import time
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.db import transaction
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
@@ -87,7 +88,7 @@ def test_a_deleted_run_is_gone_to_pages_writes_and_names_before_its_records_go(d
     key = IngestToken.objects.create(user=deleter.user).key
     pushed = Client().post(reverse("runs:api_events", args=["doomed"]), b'{"type":"log"}\n',
                            content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert pushed.status_code == 400 and held in pushed.json()["error"]
+    assert pushed.status_code == 409 and held in pushed.json()["error"] and pushed["Retry-After"] == "5"
 
     deletion.run_delete(run)  # what the background thread does
     assert _gone(run.pk) and Event.objects.filter(run=kept).count() == kept.last_seq
@@ -193,6 +194,27 @@ def test_a_deletion_a_stopped_server_cut_short_is_finished_by_the_next_start():
     Run.objects.filter(pk=run.pk).update(deletion_requested_at=timezone.now())
     Event.objects.filter(run_id=run.pk, seq__gt=run.last_seq // 2).delete()
     deletion.resume_on_start()
+    _until_idle()
+    assert _gone(run.pk) and Event.objects.filter(run=kept).count() == kept.last_seq
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deletion_that_fails_is_tried_again_by_the_same_process(monkeypatch, caplog):
+    """A deletion that meets the database locked (here by this test's open write, which on the test
+    database fails the deletion at once) is tried again a moment later, not left to the next start."""
+    monkeypatch.setattr(deletion, "RETRY_SECONDS", (0.2,))
+    run, kept = _stored("locked-out"), _stored("kept")
+    Run.objects.filter(pk=run.pk).update(deletion_requested_at=timezone.now())  # what the Delete commits
+    with transaction.atomic():
+        Run.objects.filter(pk=kept.pk).update(session_id="held")  # the runs table, write-locked until commit
+        deletion._threads.put((run.pk, 0))  # what the Delete's commit starts
+        deadline = time.monotonic() + 10
+        while "trying again in 0.2 s" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert f"deleting run {run.pk} stopped; trying again in 0.2 s" in caplog.text
+    deadline = time.monotonic() + 30
+    while not _gone(run.pk) and time.monotonic() < deadline:
+        time.sleep(0.05)
     _until_idle()
     assert _gone(run.pk) and Event.objects.filter(run=kept).count() == kept.last_seq
 
