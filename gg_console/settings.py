@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("GG_CONSOLE_VAR", BASE_DIR / "var"))
@@ -83,7 +84,17 @@ TEMPLATES = [
     },
 ]
 
-if os.environ.get("DATABASE_URL"):
+DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0, conn_health_checks=True)
+             if os.environ.get("DATABASE_URL") else {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "db.sqlite3"}}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # the embedded default, or sqlite:///PATH
+    DATABASES["default"]["OPTIONS"] = {
+        # WAL lets readers (pages, the feed) run while the write path appends;
+        # IMMEDIATE + timeout make a busy database wait instead of failing.
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+    }
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Pooled connections (psycopg-pool), at most twelve per process. Django keeps persistent
     # connections per thread, and under Daphne each request runs in a thread of its own, so a kept
     # connection was never used again (PostgreSQL refused the scale bench's streams: "too many
@@ -91,22 +102,10 @@ if os.environ.get("DATABASE_URL"):
     # backend forked each time, and under the scale bench WebSocket handshakes timed out behind them.
     # Health checks: a connection handed out is tried first (one empty query), so one that died in the
     # pool (the database restarted) is replaced instead of failing a request.
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0, conn_health_checks=True)}
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 2, "max_size": 12, "timeout": 10}
 else:
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "db.sqlite3",
-            "OPTIONS": {
-                # WAL lets readers (pages, the feed) run while the write path appends;
-                # IMMEDIATE + timeout make a busy database wait instead of failing.
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 30,
-            },
-        }
-    }
+    raise ImproperlyConfigured(f"DATABASE_URL names a {DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]} "
+                               "database; the console runs on PostgreSQL (postgres://...) or SQLite (sqlite:///PATH).")
 
 # A live run with no record for this long reads "stale" (a stream that stopped without
 # session_ended): GG_RUN_STALE_SECONDS, default five minutes.

@@ -11,6 +11,7 @@ from django.urls import path
 
 from gg_console.urls import urlpatterns as console_urls
 from runs.models import Run
+from tests.console_server import ConsoleServer
 
 pytestmark = pytest.mark.django_db
 
@@ -83,3 +84,21 @@ def test_what_loading_the_server_left_is_out_of_the_collectors_full_passes():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     frozen, tracked = map(int, out.stdout.split()[-2:])
     assert frozen > 50_000 and tracked < frozen / 10, out.stdout
+
+
+def test_database_url_takes_a_sqlite_file_and_names_what_it_refuses(tmp_path):
+    """DATABASE_URL=sqlite:///PATH puts the embedded default's database elsewhere, with its settings
+    (WAL); a database the console does not run on is refused in words (it was a TypeError from the
+    pool option, given to SQLite too, and any other engine failed later and obscurely)."""
+    server = ConsoleServer(tmp_path)
+    server.env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'elsewhere.sqlite3'}"
+    server.manage("migrate", "--noinput")
+    mode = server.manage("shell", "-c", "from django.db import connection; "
+                         "print(connection.cursor().execute('PRAGMA journal_mode').fetchone()[0])").stdout.split()[-1]
+    assert mode == "wal" and (tmp_path / "elsewhere.sqlite3").stat().st_size > 0
+    assert not (tmp_path / "db.sqlite3").exists()
+    server.env["DATABASE_URL"] = "mysql://user:secret@localhost/gg"
+    refused = server.manage("check", check=False)
+    assert refused.returncode != 0
+    assert ("DATABASE_URL names a mysql database; the console runs on PostgreSQL (postgres://...) or SQLite "
+            "(sqlite:///PATH).") in refused.stderr and "secret" not in refused.stderr
