@@ -34,6 +34,8 @@ def run_import(request):
                 )
             except (services.RunNameError, services.RunWriteRefused, writer.RunGone) as exc:
                 form.add_error("name", str(exc))
+            if run is not None:  # a blank form for the next file: this name would append to the run just imported
+                form = ImportForm()
     else:
         form = ImportForm()
     context = {"form": form, "result": result, "run": run}

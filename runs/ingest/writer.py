@@ -90,9 +90,9 @@ class AppendResult:
         }
 
     def summary(self) -> str:
-        text = f"stored {self.stored}, rejected {self.rejected}"
+        text = f"stored {self.stored:,}, rejected {self.rejected:,}"
         if self.duplicates:
-            text += f" ({self.duplicates} already stored)"
+            text += f" ({self.duplicates:,} already stored)"
         return text
 
 

@@ -103,6 +103,15 @@ def test_upload_form_reports_counts_and_rejected_lines(viewer_client):
     html = viewer_client.post(reverse("runs:import"), {"file": upload, "name": "tail"}).content.decode()
     assert "stored 0" in html and "6 already stored" in html
     assert Run.objects.get(name="tail").last_seq == 6
+    assert 'value="tail"' not in html  # a blank form: the next file goes into this run only if named so
+
+
+def test_upload_result_reads_its_counts_with_thousands_separators(viewer_client):
+    lines = b"".join(b'{"type":"log","message":"line %d"}\n' % n for n in range(1234)) + b"[]\n" * 1001
+    html = viewer_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("many.ndjson", lines),
+                                                       "name": ""}).content.decode()
+    assert 'id="result-stored">stored 1,234<' in html and 'id="result-rejected">rejected 1,001<' in html
+    assert "of 2,235 lines." in html
 
 
 def test_upload_without_a_file_is_a_form_error(viewer_client):
