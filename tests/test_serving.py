@@ -4,6 +4,7 @@ page (no URLconf, no traceback), every page carries the favicon and the shortcut
 import os
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 from django.test import Client, override_settings
@@ -11,7 +12,7 @@ from django.urls import path
 
 from gg_console.urls import urlpatterns as console_urls
 from runs.models import Run
-from tests.console_server import ConsoleServer
+from tests.console_server import ConsoleServer, ask
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +103,20 @@ def test_database_url_takes_a_sqlite_file_and_names_what_it_refuses(tmp_path):
     assert refused.returncode != 0
     assert ("DATABASE_URL names a mysql database; the console runs on PostgreSQL (postgres://...) or SQLite "
             "(sqlite:///PATH).") in refused.stderr and "secret" not in refused.stderr
+
+
+def test_daphne_leaves_a_form_body_to_django(tmp_path):
+    """Twisted under Daphne parsed every multipart body itself (whole, in memory, with the email
+    package, in the event loop that serves every request and socket) before Django saw it: a 130 MB
+    import held the server 3 s, and anyone could send one without logging in. Now the body reaches
+    Django untouched: one Twisted's parser refuses (no boundary) gets Django's answer (the login
+    form's CSRF refusal), not Twisted's bare 400."""
+    server = ConsoleServer(tmp_path)
+    server.manage("migrate", "--noinput")
+    server.start()
+    try:
+        status, _, text = ask(urllib.request.Request(f"{server.url}/login/", data=b"a body, no boundary",
+                                                     method="POST", headers={"Content-Type": "multipart/form-data"}))
+    finally:
+        server.stop()
+    assert status == 403 and "CSRF" in text
