@@ -87,6 +87,18 @@ def test_the_runs_list_and_the_import_form(page, console_server, demo):
     assert page.locator("#clock-runtime").is_visible() and page.locator("#rejected-lines").is_visible()
 
 
+def test_the_import_form_says_it_is_working_once_sent(page, console_server):
+    page.goto(f"{console_server.url}/runs/import/")
+    assert page.locator("#import-busy").is_hidden()
+    # Held on the page (a listener after the form's own), as a big upload holds it for minutes.
+    page.evaluate("document.addEventListener('submit', e => e.preventDefault())")
+    page.set_input_files("input[type=file]", str(STREAMS / "malformed_tail.ndjson"))
+    page.click("form.panel button[type=submit]")
+    button = page.locator("form.panel button[type=submit]")
+    assert button.is_disabled() and button.inner_text() == "Importing…"
+    assert page.locator("#import-busy").is_visible() and page.errors == []
+
+
 # What the page shows once the whole run has arrived: every agent, the ended status, and no trigger
 # left to poll with. Read in one evaluation, so no assertion can land between two polls' swaps, and
 # null-safe, so a check made while an element is not there yet reads "not yet" rather than throwing.
