@@ -6,7 +6,8 @@ users). The `channel` protocol is the launch
 worker: `manage.py runworker gg-runs` executes runs dispatched over Redis.
 
 Loading the application (Daphne, runserver, runworker) sweeps runs a dead server or worker left
-live to `interrupted` (runs.launch.dispatch.sweep_on_start).
+live to `interrupted` (runs.launch.dispatch.sweep_on_start), and makes Daphne leave form bodies to
+Django (`_DaphneRequest`).
 """
 
 import gc
@@ -25,7 +26,6 @@ from gg_console.origins import SameOriginValidator  # noqa: E402
 from gg_console.routing import websocket_urlpatterns  # noqa: E402
 from runs.ingest import deletion  # noqa: E402
 from runs.launch import dispatch  # noqa: E402
-
 
 
 class _DaphneRequest(http_protocol.WebRequest):
