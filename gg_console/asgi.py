@@ -6,8 +6,8 @@ users). The `channel` protocol is the launch
 worker: `manage.py runworker gg-runs` executes runs dispatched over Redis.
 
 Loading the application (Daphne, runserver, runworker) sweeps runs a dead server or worker left
-live to `interrupted` (runs.launch.dispatch.sweep_on_start), and makes Daphne leave form bodies to
-Django (`_DaphneRequest`).
+live to `interrupted` (runs.launch.dispatch.sweep_on_start), and sets how Daphne takes request bodies
+(gg_console.daphne_request: no form parsing of its own, a size limit).
 """
 
 import gc
@@ -20,25 +20,15 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
-from daphne import http_protocol  # noqa: E402
 
+from gg_console import daphne_request  # noqa: E402
 from gg_console.origins import SameOriginValidator  # noqa: E402
 from gg_console.routing import websocket_urlpatterns  # noqa: E402
 from runs.ingest import deletion  # noqa: E402
 from runs.launch import dispatch  # noqa: E402
 
 
-class _DaphneRequest(http_protocol.WebRequest):
-    """Daphne's request, without Twisted's parse of a form body into `request.args`, which nothing
-    reads (Django parses the body itself). Twisted parses a whole multipart body in memory with the
-    email package, in the event loop, before Django's limits or login apply: an import of a 130 MB
-    stream held every other request and socket for 3 s, and any client could send one."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
-
-
-http_protocol.WebRequest = _DaphneRequest  # Daphne's HTTPFactory builds each connection's requests from this name
+daphne_request.install()
 
 application = ProtocolTypeRouter(
     {

@@ -160,6 +160,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Uploads: an NDJSON import or a workspace zip may be large; the ingest reads it as a stream.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
+# The largest request body Daphne takes (an uploaded stream included); a larger one is answered 413
+# unread (gg_console.daphne_request). 1 GiB: a million-event stream of ~650-byte lines fits.
+GG_MAX_REQUEST_BYTES = int(os.environ.get("GG_MAX_REQUEST_BYTES", 1024 ** 3))
 
 if PRODUCTION:
     SECURE_SSL_REDIRECT = True

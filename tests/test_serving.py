@@ -105,18 +105,30 @@ def test_database_url_takes_a_sqlite_file_and_names_what_it_refuses(tmp_path):
             "(sqlite:///PATH).") in refused.stderr and "secret" not in refused.stderr
 
 
-def test_daphne_leaves_a_form_body_to_django(tmp_path):
+def test_daphne_takes_a_body_as_django_would_and_refuses_one_too_big_unread(tmp_path):
     """Twisted under Daphne parsed every multipart body itself (whole, in memory, with the email
     package, in the event loop that serves every request and socket) before Django saw it: a 130 MB
     import held the server 3 s, and anyone could send one without logging in. Now the body reaches
     Django untouched: one Twisted's parser refuses (no boundary) gets Django's answer (the login
-    form's CSRF refusal), not Twisted's bare 400."""
+    form's CSRF refusal), not Twisted's bare 400. A body over GG_MAX_REQUEST_BYTES, declared or
+    chunked, is a 413 that says what to do instead, and the server goes on serving."""
     server = ConsoleServer(tmp_path)
+    server.env["GG_MAX_REQUEST_BYTES"] = "100000"
     server.manage("migrate", "--noinput")
     server.start()
+
+    def post(body, **headers):
+        return ask(urllib.request.Request(f"{server.url}/login/", data=body, method="POST", headers=headers))
+
     try:
-        status, _, text = ask(urllib.request.Request(f"{server.url}/login/", data=b"a body, no boundary",
-                                                     method="POST", headers={"Content-Type": "multipart/form-data"}))
+        no_boundary = post(b"a body, no boundary", **{"Content-Type": "multipart/form-data"})
+        declared, chunked = post(b"x" * 100_001), post(iter([b"x" * 60_000, b"x" * 60_000]))
+        under = post(b"x" * 100_000)
+        page = ask(urllib.request.Request(f"{server.url}/login/"))
     finally:
         server.stop()
-    assert status == 403 and "CSRF" in text
+    assert no_boundary[0] == 403 and "CSRF" in no_boundary[2]
+    for status, headers, text in (declared, chunked):
+        assert status == 413 and "at most 100,000 bytes here (GG_MAX_REQUEST_BYTES)" in text
+        assert "manage.py ingest PATH --run NAME" in text
+    assert under[0] == 403 and page[0] == 200

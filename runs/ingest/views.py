@@ -4,6 +4,7 @@ mark ended, delete (writes go through `runs.ingest.services`, reads of the store
 
 from pathlib import PurePath
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
@@ -38,7 +39,7 @@ def run_import(request):
                 form = ImportForm()
     else:
         form = ImportForm()
-    context = {"form": form, "result": result, "run": run}
+    context = {"form": form, "result": result, "run": run, "max_bytes": settings.GG_MAX_REQUEST_BYTES}
     if result is not None:  # every rejected line counts; a page lists a bounded number of them
         context["rejections_shown"] = result.rejections[:REJECTIONS_LISTED]
         context["rejections_more"] = max(len(result.rejections) - REJECTIONS_LISTED, 0)

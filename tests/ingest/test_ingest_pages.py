@@ -114,6 +114,12 @@ def test_upload_result_reads_its_counts_with_thousands_separators(viewer_client)
     assert "of 2,235 lines." in html
 
 
+def test_the_upload_form_says_how_big_a_file_it_takes(viewer_client, settings):
+    settings.GG_MAX_REQUEST_BYTES = 3 * 1024 ** 2
+    html = viewer_client.get(reverse("runs:import")).content.decode()
+    assert 'id="import-max">3.0\xa0MB</span> (<code>GG_MAX_REQUEST_BYTES</code>)' in html
+
+
 def test_upload_without_a_file_is_a_form_error(viewer_client):
     response = viewer_client.post(reverse("runs:import"), {"name": "x"})
     assert response.status_code == 200
