@@ -1,8 +1,8 @@
 """The console's answer to a request that failed on the server: 503 with Retry-After when the
 database did not answer (every pooled connection busy past the pool's timeout, a locked SQLite file
 past its busy timeout, the server restarting), which passes; 500 for anything else. JSON on the API,
-whose clients are programs; the standalone error page elsewhere. And its 404 page, which says why
-when the view said."""
+whose clients are programs; the standalone error page elsewhere. And its 404 and 403 pages, which say
+why when the view said, and what to do about a form sent with an out-of-date CSRF token."""
 
 import sys
 
@@ -38,3 +38,18 @@ def not_found(request, exception):
     said = exception.args[0] if exception.args and not isinstance(exception, Resolver404) else None
     reason = said if isinstance(said, str) else ""
     return render(request, "404.html", {"request_path": request.path, "reason": reason}, status=404)
+
+
+def permission_denied(request, exception):
+    # A view's PermissionDenied names the permission ("Deleting a run needs the runs.delete_run permission.").
+    said = exception.args[0] if exception.args and isinstance(exception.args[0], str) else ""
+    return render(request, "403.html", {"reason": said or "Your account may not do this here.", "grant": True},
+                  status=403)
+
+
+def csrf_failure(request, reason=""):
+    # Django's reason ("CSRF cookie not set.") is for the log (it logs it); the operator needs what to do.
+    return render(request, "403.html", {"reason": (
+        "This form was sent with an out-of-date security token: the page was opened before a log in or log "
+        "out (here or in another tab), or the browser keeps no cookies for this site. Go back, reload the "
+        "page and send the form again.")}, status=403)

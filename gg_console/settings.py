@@ -141,6 +141,7 @@ else:
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+CSRF_FAILURE_VIEW = "gg_console.errors.csrf_failure"  # the console's page, saying what to do
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "runs:list"
 LOGOUT_REDIRECT_URL = "login"

@@ -13,5 +13,6 @@ urlpatterns = [
     path("", include("runs.urls")),
 ]
 
+handler403 = "gg_console.errors.permission_denied"
 handler404 = "gg_console.errors.not_found"
 handler500 = "gg_console.errors.server_error"

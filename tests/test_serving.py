@@ -55,6 +55,34 @@ def test_an_anonymous_wrong_url_is_a_404_too(client):
     assert response.status_code == 404 and "Nothing here" in response.content.decode()
 
 
+@override_settings(DEBUG=False)
+def test_a_refusal_shows_the_consoles_own_403_saying_which_permission(viewer_client):
+    run = Run.objects.create(name="kept")
+    for url, method, said in [
+        (f"/runs/{run.pk}/delete/", "get", "Deleting a run needs the runs.delete_run permission."),
+        (f"/runs/{run.pk}/end/", "post", "Marking a run ended needs the runs.add_run permission."),
+        ("/runs/new/", "get", "Launching, cancelling and saving configurations need the runs.add_run permission."),
+        ("/views/save/", "post", "Saving a view needs the runs.add_run permission (as launching does)."),
+    ]:
+        response = getattr(viewer_client, method)(url)
+        body = response.content.decode()
+        assert response.status_code == 403, url
+        assert f'<p id="refused-reason">{said}</p>' in body and "signed in as <b>viewer</b>" in body, url
+        assert "Users page" in body and 'href="/glossary/"' in body  # who grants it; the console's frame
+    assert Run.objects.filter(name="kept").exists()
+
+
+@override_settings(DEBUG=False)
+def test_a_form_sent_with_a_stale_csrf_token_says_what_to_do(viewer):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(viewer)
+    response = client.post("/runs/import/", {"name": "x"})
+    body = response.content.decode()
+    assert response.status_code == 403 and "out-of-date security token" in body
+    assert "reload the page and send the form again" in body and "Users page" not in body
+    assert 'href="/glossary/"' in body and not Run.objects.filter(name="x").exists()
+
+
 @override_settings(DEBUG=False, ROOT_URLCONF=__name__)
 def test_a_failing_page_shows_the_consoles_own_500(viewer):
     client = Client(raise_request_exception=False)

@@ -187,7 +187,7 @@ def analysis_page(request):
 @require_POST
 def view_save(request):
     if not may_launch(request.user):  # who may launch may save views, as configurations
-        return HttpResponse("Saving a view needs the launch permission.", status=403)
+        raise PermissionDenied("Saving a view needs the runs.add_run permission (as launching does).")
     view, error = saved.save(name=request.POST.get("name", ""), kind=request.POST.get("kind", ""),
                              query=request.POST.get("query", ""), user=request.user)
     if error:

@@ -6,6 +6,7 @@ Viewing needs a login (the middleware); launching, cancelling and saving need ru
 from functools import wraps
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -25,7 +26,7 @@ def launch_permission_required(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         if not may_launch(request.user):
-            return render(request, "runs/launch/forbidden.html", status=403)
+            raise PermissionDenied("Launching, cancelling and saving configurations need the runs.add_run permission.")
         return view(request, *args, **kwargs)
 
     return wrapped
