@@ -2,10 +2,12 @@
 database did not answer (every pooled connection busy past the pool's timeout, a locked SQLite file
 past its busy timeout, the server restarting), which passes; 500 for anything else. JSON on the API,
 whose clients are programs; the standalone error page elsewhere. And its 404 and 403 pages, which say
-why when the view said, and what to do about a form sent with an out-of-date CSRF token."""
+why when the view said, what to do about a form sent with an out-of-date CSRF token, and the login's
+pause after too many failures."""
 
 import sys
 
+from django.conf import settings
 from django.db import OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -53,3 +55,11 @@ def csrf_failure(request, reason=""):
         "This form was sent with an out-of-date security token: the page was opened before a log in or log "
         "out (here or in another tab), or the browser keeps no cookies for this site. Go back, reload the "
         "page and send the form again.")}, status=403)
+
+
+def locked_out(request, original_response, credentials):
+    # django-axes: this username has failed too often from this address (settings, AXES_*).
+    return render(request, "registration/locked_out.html", {
+        "username": (credentials or {}).get("username") or request.POST.get("username", ""),
+        "limit": settings.AXES_FAILURE_LIMIT, "minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60),
+    }, status=429)

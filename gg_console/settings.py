@@ -6,6 +6,7 @@ Production: set GG_CONSOLE_PRODUCTION=1 with DJANGO_SECRET_KEY and DJANGO_ALLOWE
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -49,6 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "axes",
     "runs",
     "surfaces",
 ]
@@ -64,7 +66,19 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
+
+# Password guessing on the login form (django-axes): ten failures in a row for one username from one
+# address lock that pair out for 15 minutes (429, the console's page); a success resets the count.
+# `manage.py axes_reset_username NAME` lifts a lock at once. Only failures are recorded.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = 10
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_RESET_ON_SUCCESS = True
+AXES_DISABLE_ACCESS_LOG = True
+AXES_LOCKOUT_CALLABLE = "gg_console.errors.locked_out"
 
 ROOT_URLCONF = "gg_console.urls"
 ASGI_APPLICATION = "gg_console.asgi.application"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
@@ -218,3 +219,23 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     done = _check_deploy({"GG_CONSOLE_PRODUCTION": "1", "GG_CONSOLE_VAR": str(tmp_path)})
     assert done.returncode != 0
     assert "DJANGO_SECRET_KEY" in done.stderr
+
+
+@pytest.mark.django_db
+def test_password_guessing_on_the_login_form_is_paused(viewer, operator):
+    """Ten failed log-ins in a row for one username from one address pause its log-ins from there
+    (django-axes): the right password is refused too, with the console's page saying what to do; the
+    other accounts are untouched, and an administrator lifts the pause."""
+    guesser = Client()
+    for n in range(10):
+        response = guesser.post(reverse("login"), {"username": "viewer", "password": f"guess-{n}"})
+    assert response.status_code == 429
+    refused = guesser.post(reverse("login"), {"username": "viewer", "password": "viewer-pass-123"})
+    body = refused.content.decode()
+    assert refused.status_code == 429 and "_auth_user_id" not in guesser.session
+    assert "10 failed log-ins in a row for <b>viewer</b>" in body and "refused for 15 minutes" in body
+    assert "manage.py axes_reset_username viewer" in body
+    other = Client()
+    assert other.post(reverse("login"), {"username": "operator", "password": "operator-pass-123"}).status_code == 302
+    call_command("axes_reset_username", "viewer")
+    assert guesser.post(reverse("login"), {"username": "viewer", "password": "viewer-pass-123"}).status_code == 302
