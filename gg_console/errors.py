@@ -1,13 +1,15 @@
 """The console's answer to a request that failed on the server: 503 with Retry-After when the
 database did not answer (every pooled connection busy past the pool's timeout, a locked SQLite file
 past its busy timeout, the server restarting), which passes; 500 for anything else. JSON on the API,
-whose clients are programs; the standalone error page elsewhere. And its 404 and 403 pages, which say
-why when the view said, what to do about a form sent with an out-of-date CSRF token, and the login's
-pause after too many failures."""
+whose clients are programs; the standalone error page elsewhere. And its 400, 403 and 404 pages, which
+say why (a host name it is not set to answer to, a request past Django's limits, what the view said),
+what to do about a form sent with an out-of-date CSRF token, and the login's pause after too many
+failures."""
 
 import sys
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost, RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.db import OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -40,6 +42,17 @@ def not_found(request, exception):
     said = exception.args[0] if exception.args and not isinstance(exception, Resolver404) else None
     reason = said if isinstance(said, str) else ""
     return render(request, "404.html", {"request_path": request.path, "reason": reason}, status=404)
+
+
+def bad_request(request, exception):
+    if isinstance(exception, DisallowedHost):  # a proxy or an address not yet in the settings, most likely
+        reason = ("This console is not set to answer to the host name this request used; the names it answers "
+                  "to are in DJANGO_ALLOWED_HOSTS (comma-separated).")
+    elif isinstance(exception, (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)):
+        reason = str(exception)  # Django's words name the setting
+    else:
+        reason = "The request could not be read."
+    return render(request, "400.html", {"reason": reason}, status=400)
 
 
 def permission_denied(request, exception):

@@ -13,6 +13,7 @@ urlpatterns = [
     path("", include("runs.urls")),
 ]
 
+handler400 = "gg_console.errors.bad_request"
 handler403 = "gg_console.errors.permission_denied"
 handler404 = "gg_console.errors.not_found"
 handler500 = "gg_console.errors.server_error"
