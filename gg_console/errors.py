@@ -52,22 +52,25 @@ def bad_request(request, exception):
         reason = str(exception)  # Django's words name the setting
     else:
         reason = "The request could not be read."
-    return render(request, "400.html", {"reason": reason}, status=400)
+    return _refused(request, "Bad request", reason, 400)
 
 
 def permission_denied(request, exception):
     # A view's PermissionDenied names the permission ("Deleting a run needs the runs.delete_run permission.").
     said = exception.args[0] if exception.args and isinstance(exception.args[0], str) else ""
-    return render(request, "403.html", {"reason": said or "Your account may not do this here.", "grant": True},
-                  status=403)
+    return _refused(request, "Not allowed", said or "Your account may not do this here.", 403, grant=True)
 
 
 def csrf_failure(request, reason=""):
     # Django's reason ("CSRF cookie not set.") is for the log (it logs it); the operator needs what to do.
-    return render(request, "403.html", {"reason": (
+    return _refused(request, "Not allowed", (
         "This form was sent with an out-of-date security token: the page was opened before a log in or log "
         "out (here or in another tab), or the browser keeps no cookies for this site. Go back, reload the "
-        "page and send the form again.")}, status=403)
+        "page and send the form again."), 403)
+
+
+def _refused(request, heading, reason, status, grant=False):
+    return render(request, "refused.html", {"heading": heading, "reason": reason, "grant": grant}, status=status)
 
 
 def locked_out(request, original_response, credentials):
