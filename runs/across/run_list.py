@@ -125,7 +125,7 @@ def deletions_pending() -> tuple[list[Run], int]:
     left of its log, since a deletion takes the log from its end (one index read a run)."""
     pending = Run.every.filter(deletion_requested_at__isnull=False)
     runs = list(pending.order_by("deletion_requested_at", "pk")
-                .only("pk", "name", "last_seq", "deletion_requested_at")[:DELETIONS_LISTED])
+                .only("pk", "name", "last_seq", "deletion_requested_at", "deletion_stopped")[:DELETIONS_LISTED])
     for run in runs:
         run.records_left = Event.objects.filter(run_id=run.pk).order_by("-seq").values_list("seq", flat=True).first() or 0
     return runs, (len(runs) if len(runs) < DELETIONS_LISTED else pending.count())

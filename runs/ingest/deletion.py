@@ -3,9 +3,9 @@ Delete. The run is gone to every page, feed, search and write once the request c
 (`Run.objects` no longer shows it, open feeds hear it from the doorbell, a live engine run is told to
 stop), and its records go in a background thread of the server: a million of them take ~45 s on
 SQLite, longer than a browser should wait. The runs list says what is still being deleted
-(`runs.across.run_list.deletions_pending`). A deletion that fails is tried again a few times
-(`RETRY_SECONDS`); one a stopped server cut short is finished by the next server or worker that starts
-(`resume_on_start`).
+(`runs.across.run_list.deletions_pending`). A deletion that fails is tried again while the process
+lives (`RETRY_SECONDS`), the list saying why it stopped; one a stopped server cut short is finished by
+the next server or worker that starts (`resume_on_start`).
 """
 
 import logging
@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 
 DELETE_BATCH = 20_000  # records a transaction (`run_delete`)
 LEASE_KEY = "gg-console:deletion-lease:{}"
-RETRY_SECONDS = (5, 30, 120)  # a failed deletion's next tries (a database locked or out of reach a while)
+# A failed deletion's next tries (a database locked or out of reach a while), the last one's wait repeated.
+RETRY_SECONDS = (5, 30, 120, 600)
 
 
 def run_delete(run: Run, *, batch: int = DELETE_BATCH) -> dict:
@@ -83,18 +84,25 @@ def _delete(item: tuple[int, int]) -> None:
             run = Run.every.filter(pk=pk).first()
             if run is not None:
                 run_delete(run)
-    except Exception:
-        # What went stays gone (a batch a transaction); the rest is tried again here, then left to the
-        # next start.
-        if tries < len(RETRY_SECONDS):
-            log.exception("deleting run %s stopped; trying again in %s s", pk, RETRY_SECONDS[tries])
-            again = threading.Timer(RETRY_SECONDS[tries], _threads.put, [(pk, tries + 1)])
-            again.daemon = True
-            again.start()
-        else:
-            log.exception("deleting run %s stopped; the next server or worker to start finishes it", pk)
+    except Exception as exc:
+        # What went stays gone (a batch a transaction); the rest is tried again until it goes.
+        wait = RETRY_SECONDS[min(tries, len(RETRY_SECONDS) - 1)]
+        log.exception("deleting run %s stopped; trying again in %s s", pk, wait)
+        _say_stopped(pk, f"{type(exc).__name__}: {exc}")
+        again = threading.Timer(wait, _threads.put, [(pk, tries + 1)])
+        again.daemon = True
+        again.start()
     finally:
         connection.close()
+
+
+def _say_stopped(pk: int, why: str) -> None:
+    """Keep why the run's deletion stopped, for the runs list (not when the database refuses that too:
+    the log has it)."""
+    try:
+        Run.every.filter(pk=pk).update(deletion_stopped=why[:300])
+    except Exception:  # noqa: BLE001 - the failure that stopped the deletion, most likely
+        log.warning("could not note why deleting run %s stopped", pk)
 
 
 def resume_on_start() -> None:

@@ -79,6 +79,7 @@ class Run(models.Model):
     end_reason = models.CharField(max_length=300, blank=True)
     # Set when an operator deletes the run: the records go in the background (runs.ingest.deletion).
     deletion_requested_at = models.DateTimeField(null=True, blank=True, editable=False)
+    deletion_stopped = models.CharField(max_length=300, blank=True, editable=False)  # why its last try failed
 
     # Rolled-up figures (projections).
     fold_generation = models.PositiveIntegerField(default=FOLD_GENERATION)  # the fold that made them

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from django.contrib.auth.models import Permission
-from django.db import transaction
+from django.db import connection, transaction
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
@@ -213,6 +213,35 @@ def test_a_deletion_that_fails_is_tried_again_by_the_same_process(monkeypatch, c
             time.sleep(0.02)
         assert f"deleting run {run.pk} stopped; trying again in 0.2 s" in caplog.text
     deadline = time.monotonic() + 30
+    while not _gone(run.pk) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _until_idle()
+    assert _gone(run.pk) and Event.objects.filter(run=kept).count() == kept.last_seq
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deletion_that_keeps_failing_says_why_on_the_runs_list_and_goes_once_it_can(deleter, monkeypatch, caplog):
+    """The database refuses the deletion (a trigger on the test database) more times than the retries'
+    schedule is long: the runs list says why its last try stopped, and once the database lets it the
+    same process finishes it, no restart needed."""
+    monkeypatch.setattr(deletion, "RETRY_SECONDS", (0.05, 0.1))
+    run, kept = _stored("refused"), _stored("kept")
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TRIGGER refuse_deletes BEFORE DELETE ON runs_event "
+                       "BEGIN SELECT RAISE(ABORT, 'the disk is refusing writes'); END")
+    try:
+        deleter.post(reverse("runs:delete", args=[run.pk]))
+        deadline = time.monotonic() + 20
+        while caplog.text.count(f"deleting run {run.pk} stopped") < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert caplog.text.count(f"deleting run {run.pk} stopped") >= 4, caplog.text
+        line = deleter.get(reverse("runs:deletions")).content.decode()
+        assert "<b>refused</b>" in line and "its last try stopped: <span class=\"deletion-stopped\">" \
+            "IntegrityError: the disk is refusing writes</span>, and the server tries again" in line, line
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER refuse_deletes")
+    deadline = time.monotonic() + 20
     while not _gone(run.pk) and time.monotonic() < deadline:
         time.sleep(0.05)
     _until_idle()
