@@ -48,6 +48,8 @@ def bad_request(request, exception):
     if isinstance(exception, DisallowedHost):  # a proxy or an address not yet in the settings, most likely
         reason = ("This console is not set to answer to the host name this request used; the names it answers "
                   "to are in DJANGO_ALLOWED_HOSTS (comma-separated).")
+        # Every link of this host name meets the same refusal.
+        return _refused(request, "Bad request", reason, 400, home=False)
     elif isinstance(exception, (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)):
         reason = str(exception)  # Django's words name the setting
     else:
@@ -69,8 +71,9 @@ def csrf_failure(request, reason=""):
         "page and send the form again."), 403)
 
 
-def _refused(request, heading, reason, status, grant=False):
-    return render(request, "refused.html", {"heading": heading, "reason": reason, "grant": grant}, status=status)
+def _refused(request, heading, reason, status, grant=False, home=True):
+    return render(request, "refused.html", {"heading": heading, "reason": reason, "grant": grant, "home": home},
+                  status=status)
 
 
 def locked_out(request, original_response, credentials):

@@ -61,8 +61,10 @@ def test_a_request_that_cannot_be_served_shows_the_consoles_own_400_saying_why(v
     body = wrong_host.content.decode()
     assert wrong_host.status_code == 400 and "names it answers to are in DJANGO_ALLOWED_HOSTS" in body
     assert "/static/js/shortcuts.js" in body  # the console's frame, not Django's bare "Bad Request (400)"
+    assert "All runs" not in body  # a link on that host name would be refused the same way
     too_many = viewer_client.post("/runs/selected/", {"run": [str(n) for n in range(1001)], "action": "export"})
     assert too_many.status_code == 400 and "DATA_UPLOAD_MAX_NUMBER_FIELDS" in too_many.content.decode()
+    assert "All runs" in too_many.content.decode()
 
 
 @override_settings(DEBUG=False)
