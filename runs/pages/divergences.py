@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 from runs.access import run_or_404
 from runs.stream.profiles import find_profile
 from runs.stream.record import as_list
-from runs.models import Agent, Holding, Run
+from runs.models import Agent, Holding, Run, RunFacts
 from runs.pages.origins import roster_records
 from runs.pages.common import run_agents, run_context, run_holdings
 from surfaces.catalogue import CAPABILITIES
@@ -47,12 +47,18 @@ def declared_memories_scope(capability_set, agent: Agent, holding: Holding) -> s
 
 
 def divergence_count(run: Run, agents: list[Agent] | None = None, holdings: list[Holding] | None = None) -> int:
-    """For the tab badge; remembered on the run object so a page asks once, from the agents (and
-    roster rows) the page read already when it passes them."""
+    """For the tab badge; remembered on the run object so a page asks once. Counted from the agents
+    and roster rows when the page read both already; else the runs list's facts, folded with the run's
+    last record (one row: reading every agent cost a run of 12,740 agents 2.4 s a page); else counted."""
     if not hasattr(run, "_divergence_count"):
-        agents = run_agents(run) if agents is None else agents
-        holdings = run_holdings(run, agents) if holdings is None else holdings
-        run._divergence_count = len(run_divergences(run, agents, holdings))
+        folded = None
+        if agents is None or holdings is None:
+            folded = RunFacts.objects.filter(run=run, seq=run.last_seq).values_list("divergences", flat=True).first()
+        if folded is None:
+            agents = run_agents(run) if agents is None else agents
+            holdings = run_holdings(run, agents) if holdings is None else holdings
+            folded = len(run_divergences(run, agents, holdings))
+        run._divergence_count = folded
     return run._divergence_count
 
 

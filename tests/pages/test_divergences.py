@@ -1,9 +1,11 @@
 """Divergences (spec/stream.md §7.4): declared (capability set, gg's defaults) vs observed."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from runs.ingest import writer as ingest
-from runs.models import Run
+from runs.models import Run, RunFacts
 from runs.pages.common import run_agents, run_holdings
 from runs.pages.divergences import divergence_count, run_divergences
 from tests.pages_helpers import get, load, rows
@@ -135,6 +137,20 @@ def test_divergences_page_and_badge(viewer_client, run):
     assert "carried memories-2 → holds memories-3" in text["carried_swapped"]
     assert 'id="divergence-badge"' in html and ">4</span>" in html
     assert 'id="divergence-badge"' in get(viewer_client, "agents", run.pk)  # the badge rides on every tab
+
+
+def test_the_badge_on_a_tab_that_lists_no_agent_reads_no_agent(viewer_client, run):
+    """The badge of the Project tab comes from the run's folded facts (one row), not from reading
+    every agent; with the facts behind the run's last record it is counted from the agents again."""
+    with CaptureQueriesContext(connection) as read:
+        html = get(viewer_client, "project", run.pk)
+    assert 'id="divergence-badge"' in html and ">4</span>" in html
+    assert not [q["sql"] for q in read.captured_queries if '"runs_agent"."material"' in q["sql"]]  # a whole row
+    RunFacts.objects.filter(run=run).update(seq=run.last_seq - 1, divergences=0)
+    with CaptureQueriesContext(connection) as read:
+        html = get(viewer_client, "project", run.pk)
+    assert 'id="divergence-badge"' in html and ">4</span>" in html
+    assert [q["sql"] for q in read.captured_queries if '"runs_agent"."material"' in q["sql"]]
 
 
 def test_a_run_without_rosters_shows_no_divergence(viewer_client):
