@@ -79,7 +79,7 @@ def _counts(value) -> dict:
 
 # Agent columns no figure here reads (the biggest JSON among them): not decoded on every chunk.
 _UNREAD_AGENT_FIELDS = ("last_breakdown", "withheld", "api_tools", "error_facts", "error_types", "brief",
-                        "returned", "tools", "cwd")
+                        "returned", "tools", "cwd", "material")
 _AGENT_ORDER = operator.attrgetter(*Agent._meta.ordering)  # the order `run.agents` reads them in
 COHORT_KEY = ("profile", "model", "mode", "language", "docViewTypes")
 

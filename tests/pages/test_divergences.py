@@ -145,12 +145,12 @@ def test_the_badge_on_a_tab_that_lists_no_agent_reads_no_agent(viewer_client, ru
     with CaptureQueriesContext(connection) as read:
         html = get(viewer_client, "project", run.pk)
     assert 'id="divergence-badge"' in html and ">4</span>" in html
-    assert not [q["sql"] for q in read.captured_queries if '"runs_agent"."material"' in q["sql"]]  # a whole row
+    assert not [q["sql"] for q in read.captured_queries if '"runs_agent"."usage"' in q["sql"]]  # a whole row
     RunFacts.objects.filter(run=run).update(seq=run.last_seq - 1, divergences=0)
     with CaptureQueriesContext(connection) as read:
         html = get(viewer_client, "project", run.pk)
     assert 'id="divergence-badge"' in html and ">4</span>" in html
-    assert [q["sql"] for q in read.captured_queries if '"runs_agent"."material"' in q["sql"]]
+    assert [q["sql"] for q in read.captured_queries if '"runs_agent"."usage"' in q["sql"]]
 
 
 def test_a_run_without_rosters_shows_no_divergence(viewer_client):
