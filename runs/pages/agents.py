@@ -38,6 +38,7 @@ CONTEXT_BANDS = ("system", "user_prompt", "assistant", "tool_output", "compiler_
                  "file_view", "text_view", "docs_view", "search_results", "skill", "memory", "task_list",
                  "history")
 # The band a holder's store occupies in its context (spec/stream.md §7.4); history is the whole window.
+INDENT_LEVELS = 10  # nesting levels drawn as indentation (ForestRow.indent)
 ENDING_TOOLS = frozenset(t for e in ENDINGS.values() for t in e.tools)
 
 
@@ -88,6 +89,12 @@ class ForestRow:
     tag: str = ""  # "", "exec", "fsm", "fork", or another transition word as reported
     predecessor_id: str = ""
 
+    @property
+    def indent(self) -> int:
+        """The level drawn: a chain of subagents thousands deep would push its rows off the page;
+        past INDENT_LEVELS the row says its depth instead."""
+        return min(self.level, INDENT_LEVELS)
+
 
 def agent_forest(agents: list[Agent]) -> list[ForestRow]:
     """The incarnations in forest order: root first, then other top-level agents (board
@@ -113,20 +120,25 @@ def agent_forest(agents: list[Agent]) -> list[ForestRow]:
     tops.sort(key=lambda a: (a is not root, a.first_seq, a.pk))
     rows, seen = [], set()
 
-    def visit(a, level, tag, pred):
-        if a.pk in seen:
-            return
-        seen.add(a.pk)
-        rows.append(ForestRow(a, level, tag, pred.agent_id if pred else ""))
-        for child in children[a.pk]:
-            visit(child, level + 1, "fork" if child.transition_kind == "fork" else "", a if child.transition_kind == "fork" else None)
-        for succ in successors[a.pk]:
-            visit(succ, level, succ.transition_kind or "successor", a)
+    def visit(top, tag):
+        # Depth first with a stack of its own: a chain of thousands of successions or subagents is
+        # deeper than Python's recursion allows.
+        stack = [(top, 0, tag, None)]
+        while stack:
+            a, level, tag, pred = stack.pop()
+            if a.pk in seen:
+                continue
+            seen.add(a.pk)
+            rows.append(ForestRow(a, level, tag, pred.agent_id if pred else ""))
+            after = [(child, level + 1, "fork" if child.transition_kind == "fork" else "",
+                      a if child.transition_kind == "fork" else None) for child in children[a.pk]]
+            after += [(succ, level, succ.transition_kind or "successor", a) for succ in successors[a.pk]]
+            stack.extend(reversed(after))  # children first, then successors, each in arrival order
 
     for a in tops:
-        visit(a, 0, "", None)
+        visit(a, "")
     for a in agents:  # a cycle of links would leave agents unplaced: show them rather than lose them
-        visit(a, 0, a.transition_kind, None)
+        visit(a, a.transition_kind)
     return rows
 
 

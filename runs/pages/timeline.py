@@ -253,7 +253,8 @@ def build(run: Run, agents: list[Agent], start=None, end=None) -> dict:
             if b > a:
                 waits.append({"x": round(a, 2), "w": round(max(b - a, 1), 2)})
         span_x = [x(v) for v in (lane["first"], lane["last"]) if v is not None]
-        rows.append({"agent": agent, "indent": 4 + 10 * row.level, "tag": row.tag, "y": y, "turns": agent.turns,
+        rows.append({"agent": agent, "indent": 4 + 10 * row.indent, "depth": row.level if row.level > row.indent else None,
+                     "tag": row.tag, "y": y, "turns": agent.turns,
                      "blocks": _blocks(lane["turns"], lo, scale, run.pk, agent.agent_id), "waits": waits,
                      "ticks": _ticks(lane["ticks"]), "first": lane["first"],
                      "life": (round(max(min(span_x), 0), 2), round(min(max(span_x), WIDTH), 2)) if span_x else None})

@@ -31,6 +31,32 @@ def test_roster_is_the_forest_with_successions_and_forks_tagged(viewer_client, r
                                          "review", "done", "1", "4", "0", "1", "$0.001", "0.0s"]
 
 
+def test_chains_deeper_than_python_recurses_are_drawn_with_their_depth_said(viewer_client):
+    """A stream may chain thousands of subagents (each spawned by the one before) and of exec
+    successions: the Agents and Timeline pages walk the forest without recursion (1,200 levels were a
+    RecursionError, a 500), and indent ten levels at most, saying the depth past that."""
+    deep = 1200
+    records = [{"type": "session_started", "agentId": "root", "timestamp": "2026-07-24T04:00:00Z"}]
+    for i in range(1, deep + 1):
+        records.append({"type": "agent_spawned", "agentId": f"s{i}", "parentAgentId": f"s{i - 1}" if i > 1 else "root",
+                        "profileId": "p", "depth": i, "timestamp": "2026-07-24T04:00:01Z"})
+    for i in range(1, deep + 1):
+        records.append({"type": "agent_transition", "agentId": f"e{i - 1}" if i > 1 else "root", "kind": "exec",
+                        "toAgentId": f"e{i}", "timestamp": "2026-07-24T04:00:02Z"})
+        records.append({"type": "agent_spawned", "agentId": f"e{i}", "profileId": "p", "depth": 0,
+                        "timestamp": "2026-07-24T04:00:02Z"})
+    run = Run.objects.create(name="chains")
+    ingest.append(run, records)
+    html = get(viewer_client, "agents", run.pk)
+    order = [agent for agent, _ in rows(html, "data-agent")]
+    assert order == ["root", *(f"s{i}" for i in range(1, deep + 1)), *(f"e{i}" for i in range(1, deep + 1))]
+    assert f'data-agent="s{deep}" data-level="{deep}"' in html and 'data-agent="e900" data-level="0"' in html
+    assert f'style="--level: 10"><span class="muted" title="nested {deep} levels deep">{deep} ›</span>' in html
+    assert 'style="--level: 9"><a' in html  # s9: drawn at its own level, no depth said
+    timeline = get(viewer_client, "timeline", run.pk)
+    assert f"{deep}› s{deep}" in timeline
+
+
 def test_suspended_time_on_the_roster_and_the_agent_page(viewer_client):
     multi = load("multi", "multi_agent.ndjson")
     roster = dict(rows(get(viewer_client, "agents", multi.pk), "data-agent"))
