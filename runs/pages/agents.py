@@ -96,6 +96,10 @@ class ForestRow:
         return min(self.level, INDENT_LEVELS)
 
 
+# What `agent_forest` reads of an agent (a page that reads no more of them reads only these).
+FOREST_FIELDS = ("agent_id", "parent_agent_id", "parent_id", "predecessor_id", "transition_kind", "first_seq")
+
+
 def agent_forest(agents: list[Agent]) -> list[ForestRow]:
     """The incarnations in forest order: root first, then other top-level agents (board
     dispatches) in order of arrival; under each, its subagents and forks (tagged `fork`) one level

@@ -19,7 +19,7 @@ from math import floor
 from operator import gt, itemgetter
 
 from django.db import connection
-from django.db.models import OuterRef, Subquery
+from django.db.models import Max, Min, OuterRef, Q, Subquery
 from django.shortcuts import render
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
@@ -28,14 +28,16 @@ from django.views.decorators.http import require_GET
 from runs.access import run_or_404, turn_url_base
 from runs.models import Agent, Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan
 from runs.models.timeline import LEVELS, SLOTS, epoch_ms, read_ticks
-from runs.pages.agents import agent_forest
-from runs.pages.common import run_agents, run_context
+from runs.pages.agents import FOREST_FIELDS, agent_forest
+from runs.pages.common import run_context
+from runs.stream.record import whole_number
 
 WIDTH = 1160  # px of time axis
 LABEL = 190  # px of lane labels
 LANE = 26
 PAD_TOP = 28
 DENSE = 1500  # turns in the window beyond which it is read by bucket
+LANES_SHOWN = 200  # lanes a page draws: a run of thousands of agents is drawn 200 lanes at a time
 PHASES = 32  # a bucket's slots placed to a 32nd of a pixel
 STROKES = [f"M{px} {LANE - 6}V{LANE - 1}" for px in range(WIDTH + 1)]  # a tick in column px
 
@@ -75,24 +77,28 @@ def _lane() -> dict:
     return {"turns": [], "ticks": (bytearray(WIDTH + 1), bytearray(WIDTH + 1)), "waits": [], "first": None, "last": None}
 
 
-def lanes_data(run: Run, start=None, end=None):
+def lanes_data(run: Run, start=None, end=None, agent_ids=None):
     """({agent_id: lane}, (lo, hi, total)): each lane's turns, ticks, waits and first/last moments in
     ms from the run's start (`_lane`), over the window [lo, hi] (the whole run unless zoomed), read off
     the fold's lanes, spans and buckets (runs.ingest.fold_spans), never the log. A window holding more
     than DENSE turns is read by bucket of a few pixels (WIDTH / 2 rows a lane at most); a sparser one by
-    turn, in the same number of queries."""
+    turn, in the same number of queries. `agent_ids`: only those agents' lanes (the axis is the whole
+    run's still)."""
     lanes = defaultdict(_lane)
     t0 = epoch_ms(run.started_at)
     if t0 is None:
         return lanes, (0.0, 0.0, 0.0)
-    rows = list(TimelineLane.objects.filter(run=run))
+    every = TimelineLane.objects.filter(run=run)
+    mine = every if agent_ids is None else every.filter(agent_id__in=agent_ids)
+    rows = list(mine)
+    extent = every.aggregate(first=Min("first_ms"), last=Max("last_ms", filter=Q(first_ms__isnull=False)))
     # The axis starts at the run's start, or at a lane's first moment before it: a stream whose first
     # record is stamped years ahead would otherwise put every lane before the axis, and draw nothing.
-    t0 = min([t0, *(row.first_ms for row in rows if row.first_ms is not None)])
+    t0 = min(t0, extent["first"]) if extent["first"] is not None else t0
     for row in rows:
         if row.first_ms is not None and row.last_ms is not None:
             lanes[row.agent_id].update(first=row.first_ms - t0, last=row.last_ms - t0)
-    total = max((lane["last"] for lane in lanes.values()), default=0.0)
+    total = max(extent["last"] - t0, 0.0) if extent["last"] is not None else 0.0
     lo = max(0.0, start if start is not None else 0.0)
     hi = min(total, end) if end is not None else total
     if hi <= lo:
@@ -112,10 +118,14 @@ def lanes_data(run: Run, start=None, end=None):
     level = _window_level((hi - lo) / WIDTH)
     dense = level is not None and sum(row.turn for row in rows) * (hi - lo) / max(total, 1e-3) > DENSE
     spans = TurnSpan.objects.filter(run=run)
+    buckets = TimelineBucket.objects.filter(run=run)
+    waits = WaitSpan.objects.filter(run=run)
+    if agent_ids is not None:
+        spans, buckets, waits = (q.filter(agent_id__in=agent_ids) for q in (spans, buckets, waits))
     if dense:
         width = 2 ** level
         first = floor(a / width)
-        buckets = TimelineBucket.objects.filter(run=run, level=level, b__gte=first, b__lte=floor(z / width))
+        buckets = buckets.filter(level=level, b__gte=first, b__lte=floor(z / width))
         step = width / SLOTS * scale  # a slot in pixels (half one at most)
         columns = _slot_columns(step)
         for agent_id, b, n, first_turn, last_turn, begun, until, error, calls, fails in _rows(buckets.values_list(
@@ -146,7 +156,7 @@ def lanes_data(run: Run, start=None, end=None):
         latest = spans.filter(agent_id=OuterRef("agent_id"), start_ms__lt=a_read).order_by("-start_ms").values("pk")[:1]
         # By pk alone: with the run's filter too, SQLite read the run's spans by (run, start_ms) and
         # tested each against the few pks (64 ms on a 1M-event run, under 1 ms by pk).
-        before = TurnSpan.objects.filter(pk__in=TimelineLane.objects.filter(run=run).values(pk=Subquery(latest)),
+        before = TurnSpan.objects.filter(pk__in=mine.values(pk=Subquery(latest)),
                                          end_ms__gt=a)
         for agent_id, n, begun, until, error, ticks in before.values_list(
                 "agent_id", "turn", "start_ms", "end_ms", "error", "ticks"):
@@ -161,7 +171,7 @@ def lanes_data(run: Run, start=None, end=None):
             tick(lanes[row.agent_id]["ticks"], ms, failed)
         if row.blocked_ms is not None:
             lanes[row.agent_id]["waits"].append((row.blocked_ms - t0, None))  # still blocked: to the end of the run
-    for agent_id, since, until in WaitSpan.objects.filter(run=run, start_ms__lte=z, end_ms__gte=a).values_list(
+    for agent_id, since, until in waits.filter(start_ms__lte=z, end_ms__gte=a).values_list(
             "agent_id", "start_ms", "end_ms"):
         lanes[agent_id]["waits"].append((since - t0, until - t0))
     for lane in lanes.values():
@@ -232,21 +242,24 @@ def _ticks(ticks) -> list[tuple[str, str]]:
     return out
 
 
-def build(run: Run, agents: list[Agent], start=None, end=None) -> dict:
-    lanes, (lo, hi, total) = lanes_data(run, start, end)
+def build(run: Run, agents: list[Agent], start=None, end=None, first_lane=0) -> dict:
+    """The picture's context: lanes `first_lane` on (LANES_SHOWN of them) in forest order."""
+    forest = agent_forest(agents)
+    first_lane = min(first_lane, max(len(forest) - 1, 0))
+    shown = forest[first_lane:first_lane + LANES_SHOWN]
+    paged = len(forest) > LANES_SHOWN
+    lanes, (lo, hi, total) = lanes_data(run, start, end, [r.agent.agent_id for r in shown] if paged else None)
     span = max(hi - lo, 1e-3)
     scale = WIDTH / span
 
     def x(t):
         return (t - lo) * scale
 
-    forest = agent_forest(agents)
-    rows, y_of = [], {}
-    for i, row in enumerate(forest):
+    rows = []
+    for i, row in enumerate(shown):
         agent = row.agent
         lane = lanes.get(agent.agent_id) or _lane()
         y = PAD_TOP + i * LANE
-        y_of[agent.agent_id] = y
         waits = []
         for a, b in lane["waits"]:
             a, b = max(x(a), 0), min(x(b if b is not None else total), WIDTH)
@@ -280,12 +293,20 @@ def build(run: Run, agents: list[Agent], start=None, end=None) -> dict:
             "zoom_in": (lo + quarter, hi - quarter), "zoom_out": (max(lo - 2 * quarter, 0), min(hi + 2 * quarter, total)),
             "left": (max(lo - 2 * quarter, 0), max(lo - 2 * quarter, 0) + span),
             "right": (min(hi + 2 * quarter, total) - span, min(hi + 2 * quarter, total)),
-            "zoomed": lo > 0 or hi < total}
+            "zoomed": lo > 0 or hi < total,
+            # Lane pages (a run of more than LANES_SHOWN agents): the query keeps them across zooms.
+            "lanes": {"first": first_lane + 1, "last": first_lane + len(shown), "of": len(forest),
+                      "earlier": max(first_lane - LANES_SHOWN, 0) if first_lane else None,
+                      "later": first_lane + LANES_SHOWN if first_lane + LANES_SHOWN < len(forest) else None,
+                      "query": f"&lanes={first_lane}" if first_lane else ""} if paged else None}
 
 
 @require_GET
 def timeline(request, pk):
     run = run_or_404(pk)
-    agents = run_agents(run)
-    data = build(run, agents, _float(request.GET.get("start")), _float(request.GET.get("end")))
-    return render(request, "runs/timeline.html", run_context(run, "timeline", agents, timeline=data))
+    # Only what the lanes show of each agent: a run of thousands of agents spent most of this page
+    # decoding the rest. (So the tab bar's badge does not count from these.)
+    agents = list(run.agents.only(*FOREST_FIELDS, "run", "profile_id", "turns"))
+    data = build(run, agents, _float(request.GET.get("start")), _float(request.GET.get("end")),
+                 whole_number(request.GET.get("lanes")) or 0)
+    return render(request, "runs/timeline.html", run_context(run, "timeline", timeline=data))
