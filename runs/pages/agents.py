@@ -39,6 +39,7 @@ CONTEXT_BANDS = ("system", "user_prompt", "assistant", "tool_output", "compiler_
                  "history")
 # The band a holder's store occupies in its context (spec/stream.md §7.4); history is the whole window.
 INDENT_LEVELS = 10  # nesting levels drawn as indentation (ForestRow.indent)
+AGENTS_SHOWN = 500  # the roster's rows a page (a run of thousands of agents is listed in pages)
 ENDING_TOOLS = frozenset(t for e in ENDINGS.values() for t in e.tools)
 
 
@@ -47,15 +48,22 @@ def agents_page(request, pk):
     run = run_or_404(pk)
     agents = run_agents(run)
     table = model_prices()
+    forest = agent_forest(agents)
+    first = min(whole_number(request.GET.get("agents")) or 0, max(len(forest) - 1, 0))
+    shown = forest[first:first + AGENTS_SHOWN]
     rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent),
-             "spend": agent_spend(row.agent, table)} for row in agent_forest(agents)]
+             "spend": agent_spend(row.agent, table)} for row in shown]
+    pages = {"first": first + 1, "last": first + len(shown), "of": len(forest),
+             "earlier": max(first - AGENTS_SHOWN, 0) if first else None,
+             "later": first + AGENTS_SHOWN if first + AGENTS_SHOWN < len(forest) else None,
+             } if len(forest) > AGENTS_SHOWN else None
     holdings = run_holdings(run, agents)
     modules = profile_modules(run, agents, holdings, store_index(run, agents, holdings),
                               run_divergences(run, agents, holdings))
     profiles = profile_rows(run, agents)
     for p in profiles:
         p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": []})
-    return render(request, "runs/agents.html", run_context(run, "agents", rows=rows, profiles=profiles))
+    return render(request, "runs/agents.html", run_context(run, "agents", rows=rows, pages=pages, profiles=profiles))
 
 
 @require_GET

@@ -1,6 +1,8 @@
 """The Agents tab and an agent's own page (runs/pages/agents.py): the roster as a forest, the
 surface joined at the operation, holdings, failures, programs and context."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -47,9 +49,17 @@ def test_chains_deeper_than_python_recurses_are_drawn_with_their_depth_said(view
                         "timestamp": "2026-07-24T04:00:02Z"})
     run = Run.objects.create(name="chains")
     ingest.append(run, records)
-    html = get(viewer_client, "agents", run.pk)
-    order = [agent for agent, _ in rows(html, "data-agent")]
+    # The roster in pages of AGENTS_SHOWN, each linking to the next.
+    pages, url = [], reverse("runs:agents", args=(run.pk,))
+    while url:
+        pages.append(viewer_client.get(url).content.decode())
+        later = re.search(r'id="agents-later" href="(\?agents=\d+)"', pages[-1])
+        url = reverse("runs:agents", args=(run.pk,)) + later.group(1) if later else None
+    assert len(pages) == 5 and "Agents 1–500 of 2,401 in forest order" in pages[0]
+    assert "Agents 2,001–2,401 of 2,401" in pages[-1] and 'id="agents-earlier" href="?agents=1500"' in pages[-1]
+    order = [agent for page in pages for agent, _ in rows(page, "data-agent")]
     assert order == ["root", *(f"s{i}" for i in range(1, deep + 1)), *(f"e{i}" for i in range(1, deep + 1))]
+    html = "".join(pages)
     assert f'data-agent="s{deep}" data-level="{deep}"' in html and 'data-agent="e900" data-level="0"' in html
     assert f'style="--level: 10"><span class="muted" title="nested {deep} levels deep">{deep} ›</span>' in html
     assert 'style="--level: 9"><a' in html  # s9: drawn at its own level, no depth said
