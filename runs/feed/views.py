@@ -13,6 +13,7 @@ from runs.feed.rows import KINDS
 from runs.pages.common import run_context
 
 WINDOW_ROWS = 250  # rows the page keeps in the DOM, whatever the run's size (~17 nodes each)
+AGENTS_LISTED = 500  # agents the filter offers as a list; past that it takes a typed agent id
 
 
 @require_GET
@@ -25,9 +26,10 @@ def run_feed(request, pk):
     query = flt.query()
     # Where the window opens: a seq, turn or time in the URL (a shared address), else the end.
     jump = {k: request.GET[k][:40] for k in ("seq", "turn", "time") if request.GET.get(k)}
+    agents = list(run.agents.values_list("agent_id", flat=True)[:AGENTS_LISTED + 1])
     return render(request, "runs/feed.html", run_context(
         run, "feed",
-        agents=run.agents.values_list("agent_id", flat=True),
+        agents=agents if len(agents) <= AGENTS_LISTED else None,
         kinds=KINDS,
         operations=sorted(operations),
         filter=flt,

@@ -27,5 +27,21 @@ def test_feed_page_carries_its_filter_to_the_socket_and_the_pages_of_rows(viewer
     assert 'id="feed-rows" class="feed-rows" aria-live="polite"></div>' in html  # the script fills it
 
 
+def test_a_run_of_more_agents_than_a_list_holds_takes_a_typed_agent_id(viewer_client):
+    """Past AGENTS_LISTED the agent filter is a text field (a select of 12,983 options was 615 KB of
+    the page), and a typed id filters as a chosen one did."""
+    from runs.feed.views import AGENTS_LISTED
+
+    run = Run.objects.create(name="crowd")
+    append(run, [{"agentId": f"a{i}", "type": "turn_started"} for i in range(AGENTS_LISTED)])
+    listed = viewer_client.get(reverse("runs:feed", args=[run.pk])).content.decode()
+    assert '<select id="feed-agent" name="agent">' in listed and listed.count("<option value=\"a") == AGENTS_LISTED
+    append(run, [{"agentId": "one-too-many", "type": "turn_started"}])
+    html = viewer_client.get(reverse("runs:feed", args=[run.pk]) + "?agent=a7").content.decode()
+    assert '<input id="feed-agent" name="agent" value="a7"' in html and 'title="501 agents: too many to list' in html
+    assert '<option value="a' not in html and len(html) < 40_000
+    assert f'data-rows-url="/runs/{run.pk}/feed/rows?agent=a7"' in html
+
+
 def test_unknown_run_is_404(viewer_client):
     assert viewer_client.get(reverse("runs:feed", args=[424242])).status_code == 404
