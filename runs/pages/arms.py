@@ -15,6 +15,9 @@ from runs.pages.common import run_agents, run_context
 from surfaces.catalogue import OPERATIONS
 
 
+AGENTS_NAMED = 20  # an arm's agents named by link (the Agents tab lists them all; 12,983 links were 870 KB)
+
+
 @require_GET
 def arms_page(request, pk):
     run = run_or_404(pk)
@@ -45,6 +48,7 @@ def arms_comparison(agents: list[Agent]) -> dict:
         arm["label"] = (f"{arm['language']} · {arm['doc_view_types'] or 'docViewTypes unreported'}" if arm["language"]
                         else ", ".join(arm["modes"]) or "no surface reported")
         arm["call_count"] = sum(arm["calls"].values())
+        arm["named"], arm["more"] = arm["agents"][:AGENTS_NAMED], max(len(arm["agents"]) - AGENTS_NAMED, 0)
     rank = {op.id: i for i, op in enumerate(OPERATIONS)}
     keys = sorted({k for arm in ordered for k in arm["calls"]}, key=lambda k: (k not in rank, rank.get(k, 0), k))
     table = [{"operation": k, "calls": [arm["calls"].get(k, 0) for arm in ordered]} for k in keys]

@@ -20,3 +20,17 @@ def test_arms_side_by_side(viewer_client, run):
     ops = dict(rows(html, "data-operation"))
     assert ops["files.read_file"] == "files.read_file 0 2 1 2 0"
     assert ops["read_file"] == "read_file 0 0 0 0 2"
+
+
+def test_an_arm_of_many_agents_names_twenty_and_counts_the_rest(viewer_client):
+    from runs.ingest import writer as ingest
+    from runs.models import Run
+    from runs.pages.arms import AGENTS_NAMED
+
+    run = Run.objects.create(name="crowded-arm")
+    ingest.append(run, [{"type": "turn_started", "agentId": f"a{i:02d}", "turn": 1} for i in range(AGENTS_NAMED + 7)])
+    html = get(viewer_client, "arms", run.pk)
+    assert html.count(f'href="/runs/{run.pk}/agents/a') == AGENTS_NAMED
+    assert f'/agents/a{AGENTS_NAMED - 1:02d}/"' in html and f'/agents/a{AGENTS_NAMED:02d}/"' not in html
+    assert f'<a class="arm-more" href="/runs/{run.pk}/agents/">and 7 more</a>' in html
+    assert dict(rows(html, "data-row"))["turns"] == f"Turns {AGENTS_NAMED + 7}"  # the figures count them all
