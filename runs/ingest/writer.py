@@ -16,7 +16,8 @@
   (``COPY`` on PostgreSQL, ``executemany`` on SQLite), the fold (`runs.ingest.fold.fold`) updates
   every projection row it touched once, the run's figures are saved, and on commit the doorbell
   rings (`runs.feed.doorbell`). Memory stays bounded by the chunk, whatever the size of the input
-  (and the message pools carried between chunks, a few runs' `fold_pool.ROWS_KEPT` rows).
+  (and the message pools and agents carried between chunks, a few runs' `fold_pool.ROWS_KEPT` rows
+  and agents).
 """
 
 from __future__ import annotations
@@ -129,11 +130,11 @@ class _Import:
             rows = [FoldRow(run.last_seq + i, line.event) for i, line in enumerate(accepted, start=1)]
             run.last_seq += len(rows)
             run.rejected_count += self._store_rejections(run, rejected)
-            folded = fold(run, rows, extra_run_fields=("last_seq", "rejected_count"),
-                          pool=_carried_pool(run, len(rows)) if rows else None)
+            pool, known = _carried(run, len(rows)) if rows else (None, None)
+            folded = fold(run, rows, extra_run_fields=("last_seq", "rejected_count"), pool=pool, known=known)
             if rows:
-                transaction.on_commit(lambda key=_pool_key(run), seq=run.last_seq, pool=folded.pool:
-                                      _keep_pool(key, seq, pool))
+                transaction.on_commit(lambda key=_carry_key(run), seq=run.last_seq, left=(folded.pool, folded.agents):
+                                      _keep(key, seq, left))
                 now = connection.ops.adapt_datetimefield_value(timezone.now())
                 _insert_events(
                     (run.pk, seq, e.type, e.agent_id, e.timestamp, now, line.raw, digest, e.operation, e.tool_name,
@@ -226,30 +227,34 @@ def _insert_events(rows) -> None:
         cursor.executemany(sql, rows)
 
 
-# The message pool each run's last committed chunk left (runs.ingest.fold_pool.Pool), by run: the next
-# chunk's fold starts from it when nothing has been folded into the run since (its last_seq is the
-# one the pool was left at; a rebuild in between folds the same rows again). A few runs are kept.
-_POOLS: dict = {}
-_POOLS_KEPT = 8
-_POOLS_LOCK = threading.Lock()  # appends to different runs run on threads at once
+# What each run's last committed chunk left, by run: its message pool (runs.ingest.fold_pool.Pool)
+# and its agents (`Folded.agents`, by pk). The next chunk's fold starts from them when nothing has been
+# folded into the run since (its last_seq is the one they were left at; a rebuild in between folds the
+# same rows again). A few runs are kept.
+_CARRIED: dict = {}
+_CARRIED_KEPT = 8
+_CARRIED_LOCK = threading.Lock()  # appends to different runs run on threads at once
 
 
-def _pool_key(run: Run):
+def _carry_key(run: Run):
     return run.pk, run.created_at  # a deleted run's pk may be handed to a new one
 
 
-def _carried_pool(run: Run, appended: int):
-    """The pool for the fold of `run`'s chunk of `appended` rows (its last_seq counts them)."""
-    with _POOLS_LOCK:
-        seq, pool = _POOLS.pop(_pool_key(run), (None, None))
-    return pool if seq == run.last_seq - appended else None
+def _carried(run: Run, appended: int) -> tuple:
+    """(pool, {pk: agent}) for the fold of `run`'s chunk of `appended` rows (its last_seq counts them),
+    or (None, None)."""
+    with _CARRIED_LOCK:
+        seq, (pool, agents) = _CARRIED.pop(_carry_key(run), (None, (None, None)))
+    if seq != run.last_seq - appended:
+        return None, None
+    return pool, ({a.pk: a for a in agents} if agents is not None else None)
 
 
-def _keep_pool(key, seq: int, pool) -> None:
-    with _POOLS_LOCK:
-        _POOLS[key] = (seq, pool)
-        while len(_POOLS) > _POOLS_KEPT:
-            del _POOLS[next(iter(_POOLS))]
+def _keep(key, seq: int, left: tuple) -> None:
+    with _CARRIED_LOCK:
+        _CARRIED[key] = (seq, left)
+        while len(_CARRIED) > _CARRIED_KEPT:
+            del _CARRIED[next(iter(_CARRIED))]
 
 
 def _copy_run_fields(src: Run, dst: Run) -> None:
