@@ -18,7 +18,7 @@ from runs.stream.record import as_list, gg_record, whole_number
 from runs.stream.prices import model_prices
 from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Holding, Run
-from runs.pages.common import (call_spelling, call_surface, calls_once, failed_calls,
+from runs.pages.common import (call_spelling, call_surface, calls_once, failed_calls, paged,
                                run_agents, run_context, run_holdings, tool_keyed)
 from runs.pages.costs import agent_spend
 from runs.pages.divergences import run_divergences
@@ -37,9 +37,9 @@ CONTEXT_TURNS_SHOWN = 120
 CONTEXT_BANDS = ("system", "user_prompt", "assistant", "tool_output", "compiler_error", "runtime_error",
                  "file_view", "text_view", "docs_view", "search_results", "skill", "memory", "task_list",
                  "history")
-# The band a holder's store occupies in its context (spec/stream.md §7.4); history is the whole window.
 INDENT_LEVELS = 10  # nesting levels drawn as indentation (ForestRow.indent)
 AGENTS_SHOWN = 500  # the roster's rows a page (a run of thousands of agents is listed in pages)
+# The band a holder's store occupies in its context (spec/stream.md §7.4); history is the whole window.
 ENDING_TOOLS = frozenset(t for e in ENDINGS.values() for t in e.tools)
 
 
@@ -48,15 +48,9 @@ def agents_page(request, pk):
     run = run_or_404(pk)
     agents = run_agents(run)
     table = model_prices()
-    forest = agent_forest(agents)
-    first = min(whole_number(request.GET.get("agents")) or 0, max(len(forest) - 1, 0))
-    shown = forest[first:first + AGENTS_SHOWN]
+    shown, pages = paged(agent_forest(agents), request.GET.get("agents"), AGENTS_SHOWN)
     rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent),
              "spend": agent_spend(row.agent, table)} for row in shown]
-    pages = {"first": first + 1, "last": first + len(shown), "of": len(forest),
-             "earlier": max(first - AGENTS_SHOWN, 0) if first else None,
-             "later": first + AGENTS_SHOWN if first + AGENTS_SHOWN < len(forest) else None,
-             } if len(forest) > AGENTS_SHOWN else None
     holdings = run_holdings(run, agents)
     modules = profile_modules(run, agents, holdings, store_index(run, agents, holdings),
                               run_divergences(run, agents, holdings))

@@ -11,6 +11,7 @@ from collections import Counter
 from runs.models import Agent, Holding, Run
 from runs.pages import run_selectors
 from runs.pages.costs import run_costs
+from runs.stream.record import whole_number
 from runs.stream.vocabulary import TURN_ERROR_TYPE_LABELS, TURN_ERROR_TYPES
 from surfaces.arms import spelling_for
 
@@ -24,6 +25,19 @@ def run_context(run: Run, tab: str, agents: list[Agent] | None = None, holdings:
     header = run_selectors.run_header(run)
     header["spend"] = run_costs(run)  # the cost the header shows: priced where the stream has none
     return {"run": run, "tab": tab, "header": header, "badge_reads": (agents, holdings), **extra}
+
+
+def paged(items: list, first, size: int) -> tuple[list, dict | None]:
+    """A page of `items` from the index `first` (an address's text) and, when they are more than `size`,
+    where it sits: {first, last, of} counted from 1, and the index the pages before and after start at
+    (None at either end)."""
+    if len(items) <= size:
+        return items, None
+    first = min(whole_number(first) or 0, len(items) - 1)
+    shown = items[first:first + size]
+    return shown, {"first": first + 1, "last": first + len(shown), "of": len(items),
+                   "earlier": max(first - size, 0) if first else None,
+                   "later": first + size if first + size < len(items) else None}
 
 
 def run_agents(run: Run) -> list[Agent]:

@@ -29,8 +29,7 @@ from runs.access import run_or_404, turn_url_base
 from runs.models import Agent, Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan
 from runs.models.timeline import LEVELS, SLOTS, epoch_ms, read_ticks
 from runs.pages.agents import FOREST_FIELDS, agent_forest
-from runs.pages.common import run_context
-from runs.stream.record import whole_number
+from runs.pages.common import paged, run_context
 
 WIDTH = 1160  # px of time axis
 LABEL = 190  # px of lane labels
@@ -242,13 +241,11 @@ def _ticks(ticks) -> list[tuple[str, str]]:
     return out
 
 
-def build(run: Run, agents: list[Agent], start=None, end=None, first_lane=0) -> dict:
-    """The picture's context: lanes `first_lane` on (LANES_SHOWN of them) in forest order."""
-    forest = agent_forest(agents)
-    first_lane = min(first_lane, max(len(forest) - 1, 0))
-    shown = forest[first_lane:first_lane + LANES_SHOWN]
-    paged = len(forest) > LANES_SHOWN
-    lanes, (lo, hi, total) = lanes_data(run, start, end, [r.agent.agent_id for r in shown] if paged else None)
+def build(run: Run, agents: list[Agent], start=None, end=None, first_lane=None) -> dict:
+    """The picture's context: LANES_SHOWN lanes in forest order from the index `first_lane` (an
+    address's text)."""
+    shown, pages = paged(agent_forest(agents), first_lane, LANES_SHOWN)
+    lanes, (lo, hi, total) = lanes_data(run, start, end, [r.agent.agent_id for r in shown] if pages else None)
     span = max(hi - lo, 1e-3)
     scale = WIDTH / span
 
@@ -266,8 +263,8 @@ def build(run: Run, agents: list[Agent], start=None, end=None, first_lane=0) -> 
             if b > a:
                 waits.append({"x": round(a, 2), "w": round(max(b - a, 1), 2)})
         span_x = [x(v) for v in (lane["first"], lane["last"]) if v is not None]
-        rows.append({"agent": agent, "indent": 4 + 10 * row.indent, "depth": row.level if row.level > row.indent else None,
-                     "tag": row.tag, "y": y, "turns": agent.turns,
+        rows.append({"agent": agent, "indent": 4 + 10 * row.indent,
+                     "depth": row.level if row.level > row.indent else None, "tag": row.tag, "y": y, "turns": agent.turns,
                      "blocks": _blocks(lane["turns"], lo, scale, run.pk, agent.agent_id), "waits": waits,
                      "ticks": _ticks(lane["ticks"]), "first": lane["first"],
                      "life": (round(max(min(span_x), 0), 2), round(min(max(span_x), WIDTH), 2)) if span_x else None})
@@ -295,10 +292,8 @@ def build(run: Run, agents: list[Agent], start=None, end=None, first_lane=0) -> 
             "right": (min(hi + 2 * quarter, total) - span, min(hi + 2 * quarter, total)),
             "zoomed": lo > 0 or hi < total,
             # Lane pages (a run of more than LANES_SHOWN agents): the query keeps them across zooms.
-            "lanes": {"first": first_lane + 1, "last": first_lane + len(shown), "of": len(forest),
-                      "earlier": max(first_lane - LANES_SHOWN, 0) if first_lane else None,
-                      "later": first_lane + LANES_SHOWN if first_lane + LANES_SHOWN < len(forest) else None,
-                      "query": f"&lanes={first_lane}" if first_lane else ""} if paged else None}
+            "lanes": pages and {**pages,
+                                "query": f"&lanes={pages['first'] - 1}" if pages["earlier"] is not None else ""}}
 
 
 @require_GET
@@ -308,5 +303,5 @@ def timeline(request, pk):
     # decoding the rest. (So the tab bar's badge does not count from these.)
     agents = list(run.agents.only(*FOREST_FIELDS, "run", "profile_id", "turns"))
     data = build(run, agents, _float(request.GET.get("start")), _float(request.GET.get("end")),
-                 whole_number(request.GET.get("lanes")) or 0)
+                 request.GET.get("lanes"))
     return render(request, "runs/timeline.html", run_context(run, "timeline", timeline=data))
