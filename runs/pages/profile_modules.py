@@ -21,6 +21,7 @@ from surfaces.catalogue import CAPABILITIES
 # The capability that backs each module kind (history is every agent's own, declared by none).
 KIND_CAPABILITY = {"memories": "memories", "tasks": "tasks", "board": "project-management",
                    "skills": "skills", "archive": "agent-managed-context"}
+STORES_NAMED = 20  # a kind's stores named by link, the rest on the Stores tab (20,000 links were 1.5 MB)
 # A store's sharing (runs.pages.stores) as the per-profile badge gg's console prints.
 BADGES = {"instance": "per instance", "agent": "agent-scoped", "carried": "handed on", "run": "run-global",
           "mixed": "split"}
@@ -80,6 +81,7 @@ def profile_modules(run: Run, agents: list[Agent], holdings: list[Holding], stor
             badge = _badge(mine, lambda s: len(store_profiles.get(s.module_id, ())) > 1)
             ownership = sorted({h.ownership for h in rows if h.ownership})
             entry = {"kind": kind, "declared": declared.get(kind), "stores": module_ids, "ownership": ownership,
+                     "named": module_ids[:STORES_NAMED], "more": max(len(module_ids) - STORES_NAMED, 0),
                      "scope": sorted({h.scope for h in rows if h.scope}),
                      "origins": sorted({h.origin for h in rows if h.origin}),
                      "holders": len({h.agent_id for h in rows}), "badge": badge, "badge_label": BADGES.get(badge, "")}

@@ -9,7 +9,7 @@ from runs.ingest.writer import append
 from runs.models import Run
 from runs.pages.common import run_agents, run_holdings
 from runs.pages.divergences import run_divergences
-from runs.pages.profile_modules import declared_modules, profile_modules
+from runs.pages.profile_modules import STORES_NAMED, declared_modules, profile_modules
 from runs.pages.stores import store_index
 from tests.pages_helpers import rows
 
@@ -96,3 +96,15 @@ def test_the_agents_tab_shows_the_detail_per_profile(viewer_client):
     assert ("read_file", "read_file 2× offered to 2 of 2") in offered
     assert ("write_file", "write_file 0× offered to 1 of 2") in offered
     assert '<tr data-offered="write_file" class="muted" title="offered, 0 calls">' in html
+
+
+def test_a_kind_of_many_stores_names_twenty_and_links_the_rest(viewer_client):
+    run = Run.objects.create(name="many-stores")
+    modules = [{"kind": "tasks", "moduleId": f"tasks-{i:02d}", "enabled": True, "origin": "created", "writable": True}
+            for i in range(STORES_NAMED + 4)]
+    append(run, [{"type": "agent_spawned", "agentId": "root", "profileId": "lead", "depth": 0},
+                 {"type": "agent_modules", "agentId": "root", "modules": modules}])
+    html = viewer_client.get(reverse("runs:agents", args=(run.pk,))).content.decode()
+    assert html.count(f'href="/runs/{run.pk}/stores/#store-tasks-') == STORES_NAMED
+    assert f'#store-tasks-{STORES_NAMED - 1:02d}"' in html and f'#store-tasks-{STORES_NAMED:02d}"' not in html
+    assert f'<a class="kind-more" href="/runs/{run.pk}/stores/?kind=tasks#kind-tasks">and 4 more</a>' in html
