@@ -18,12 +18,15 @@ from runs.pages.common import run_agents, run_context, run_holdings
 from surfaces.catalogue import CAPABILITIES
 
 DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
+# What `run_divergences` reads of an agent.
+DIVERGENCE_FIELDS = ("run", "agent_id", "profile_id", "transition_kind", "transition_modules")
 
 
 @require_GET
 def divergences_page(request, pk):
     run = run_or_404(pk)
-    agents = run_agents(run)
+    # Only what the divergences read of an agent: a run of thousands spent most of this page decoding the rest.
+    agents = list(run.agents.only(*DIVERGENCE_FIELDS))
     holdings = run_holdings(run, agents)
     divergences = run_divergences(run, agents, holdings)
     return render(request, "runs/divergences.html", run_context(

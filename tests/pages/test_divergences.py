@@ -153,6 +153,24 @@ def test_the_badge_on_a_tab_that_lists_no_agent_reads_no_agent(viewer_client, ru
     assert [q["sql"] for q in read.captured_queries if '"runs_agent"."usage"' in q["sql"]]
 
 
+def test_the_divergences_page_reads_the_same_few_queries_whatever_the_agents(viewer_client):
+    """It reads of each agent only what the divergences need (a whole agent row was most of its time on
+    a run of thousands), and a field read beyond them would cost a query an agent."""
+    counts = []
+    for n in (3, 40):
+        records = []
+        for i in range(n):  # each holds a store of its own, declared inherited: one divergence each
+            records += spawn(f"a{i}", "lead", [memories(f"memories-{i}", "created")])
+        found = divergences(records, {"agents": [profile("lead", scope="inherited")]})
+        run = Run.objects.get(name=f"d{len(counts)}")
+        with CaptureQueriesContext(connection) as read:
+            html = get(viewer_client, "divergences", run.pk)
+        counts.append(len(read.captured_queries))
+        assert not [q for q in read.captured_queries if '"runs_agent"."usage"' in q["sql"]]  # no whole agent row
+        assert len(found) == n and len(rows(html, "data-divergence")) == n
+    assert counts[0] == counts[1]
+
+
 def test_a_run_without_rosters_shows_no_divergence(viewer_client):
     legacy = load("legacy", "legacy.ndjson")
     mock = Run.objects.create(name="mock")
