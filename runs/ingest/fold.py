@@ -89,12 +89,12 @@ class Folded(NamedTuple):
 
 
 def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=(), pool: fold_pool.Pool | None = None,
-         known: dict | None = None) -> Folded:
+         known: list | None = None) -> Folded:
     """Fold `rows` (`FoldRow`s of `run`, in seq order, after everything folded before) into the
     projection rows, writing each touched row once. Inside the caller's transaction, with `run`
     locked and fresh; `save_run` saves its rolled-up fields (and `extra_run_fields`). `pool`: the
     message pool the fold of the chunk just before left (`fold_pool.Pool`), when nothing has folded
-    into the run since; `known`: that fold's agents by pk (`Folded.agents`), on the same terms."""
+    into the run since; `known`: that fold's agents (`Folded.agents`), on the same terms."""
     projector = Projector(run, pool, first=rows[0].seq == 1 if rows else False)
     projector.preload([r.event.record for r in rows if r.event.record is not None])
     roster = fold_refusals.Roster(run)
@@ -114,7 +114,8 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=(), pool: fo
     # named, and the rest as the chunk before left them (re-reading them all each chunk cost a run whose
     # agents grow with it time quadratic in its length). A rebuild in between gave the run's agents new
     # pks: more agents held than the run has, and the readers read them.
-    held = {**(known or {}), **{a.pk: a for a in projector.agents.values()}}
+    held = {a.pk: a for a in known or ()}
+    held.update((a.pk, a) for a in projector.agents.values())
     agents = list(held.values()) if len(held) == run.agent_count else None
     return Folded(turns, projector.status_changed, refusals, call_ms, agents, projector.pool)
 

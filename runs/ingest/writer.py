@@ -228,7 +228,7 @@ def _insert_events(rows) -> None:
 
 
 # What each run's last committed chunk left, by run: its message pool (runs.ingest.fold_pool.Pool)
-# and its agents (`Folded.agents`, by pk). The next chunk's fold starts from them when nothing has been
+# and its agents (`Folded.agents`). The next chunk's fold starts from them when nothing has been
 # folded into the run since (its last_seq is the one they were left at; a rebuild in between folds the
 # same rows again). A few runs are kept.
 _CARRIED: dict = {}
@@ -241,13 +241,11 @@ def _carry_key(run: Run):
 
 
 def _carried(run: Run, appended: int) -> tuple:
-    """(pool, {pk: agent}) for the fold of `run`'s chunk of `appended` rows (its last_seq counts them),
-    or (None, None)."""
+    """(pool, agents) for the fold of `run`'s chunk of `appended` rows (its last_seq counts them), or
+    (None, None)."""
     with _CARRIED_LOCK:
-        seq, (pool, agents) = _CARRIED.pop(_carry_key(run), (None, (None, None)))
-    if seq != run.last_seq - appended:
-        return None, None
-    return pool, ({a.pk: a for a in agents} if agents is not None else None)
+        seq, left = _CARRIED.pop(_carry_key(run), (None, (None, None)))
+    return left if seq == run.last_seq - appended else (None, None)
 
 
 def _keep(key, seq: int, left: tuple) -> None:
