@@ -50,9 +50,9 @@ class _Rows(HTMLParser):
                 self.rows[i][1] += data
 
 
-def get(client, name, *args) -> str:
-    """The page ``runs:<name>`` for `args`, as text, asserting it answered 200."""
-    response = client.get(reverse(f"runs:{name}", args=args))
+def get(client, name, *args, query: str = "") -> str:
+    """The page ``runs:<name>`` for `args` (and a query string), as text, asserting it answered 200."""
+    response = client.get(reverse(f"runs:{name}", args=args) + (f"?{query}" if query else ""))
     assert response.status_code == 200, response.content[:500]
     return response.content.decode()
 

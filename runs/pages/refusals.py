@@ -1,23 +1,26 @@
 """The Refusals tab (templates/runs/refusals.html): calls refused before they ran, per agent and
 call (design.md "Refusal roster"), read off the roster the fold keeps (runs.ingest.fold_refusals):
-its groups with their figures, each group's first calls and the next ones a page at a time.
+its groups with their figures, each group's first calls and the next ones a page at a time, the
+agents that refused a page at a time and searched across the run.
 Tests: tests/pages/test_refusals.py, tests/pages/test_report.py.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 
 from django.db import connection
-from django.db.models import Count, Sum
+from django.db.models import Count, Min, Sum
 from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs.access import run_or_404
 from runs.models import Agent, RefusalGroup, RefusalRow, Run
-from runs.pages.common import call_spelling, run_agents, run_context
+from runs.pages.common import call_spelling, paged, run_context
 
+REFUSING_SHOWN = 100  # agents a page of the roster lists (`?agents=N`); the figures count them all
 GROUP_ROWS_SHOWN = 5  # each row is three links: a group lists its first rows, the next ones a page at a time
 PAGE_ROWS = 20  # a page of a group's next rows (`refusal_entries`)
 CAPPED_SHOWN = 100  # gg's cap counts listed (the figures count them all)
@@ -28,9 +31,8 @@ ENTRY_COLUMNS = ("seq", "kind", "partner", "turn", "operation", "written", "fail
 @require_GET
 def refusals_page(request, pk):
     run = run_or_404(pk)
-    agents = run_agents(run)
     return render(request, "runs/refusals.html", run_context(
-        run, "refusals", agents, refusals=run_refusals(run, agents)))
+        run, "refusals", refusals=roster_page(run, request.GET.get("q", ""), request.GET.get("agents"))))
 
 
 @require_GET
@@ -78,10 +80,13 @@ def _entry(row) -> dict:
             "failure": failure, "message": message}
 
 
-def _first_rows(run: Run, groups: list[RefusalGroup]) -> tuple[dict, list]:
+def _first_rows(run: Run, groups: list[RefusalGroup], agent_ids: list | None) -> tuple[dict, list]:
     """((agent, key) -> its first GROUP_ROWS_SHOWN entries, the first CAPPED_SHOWN + 1 of gg's cap
-    counts as (agent, turn, n)): one statement per _UNION groups, each part a range of an index."""
+    counts (of `agent_ids`, else the run's) as (agent, turn, n)): one statement per _UNION groups,
+    each part a range of an index."""
     capped = RefusalRow.objects.filter(run=run, kind=RefusalRow.CAPPED).order_by("seq")
+    if agent_ids is not None:
+        capped = capped.filter(agent_id__in=agent_ids)
     parts = [capped.values_list("agent_id", "key", *ENTRY_COLUMNS)[:CAPPED_SHOWN + 1]]
     parts += [_entries(run, g.agent_id, g.key).values_list("agent_id", "key", *ENTRY_COLUMNS)[:GROUP_ROWS_SHOWN]
               for g in groups]
@@ -118,50 +123,100 @@ def _spelling(agent: Agent, operation: str, written: str, spellings: dict) -> st
     return written if written and (not spelled or spelled == operation) else spelled
 
 
-def _capped(run: Run, rows: list) -> tuple[dict, dict]:
-    """(agent -> {turn: n} of the first CAPPED_SHOWN of gg's cap counts, agent -> (n suppressed,
-    turns capped)); the figures are summed in SQL only past the rows listed."""
+def _listed_capped(rows: list) -> dict:
+    """agent -> {turn: n} of the first CAPPED_SHOWN of gg's cap counts read."""
     listed = defaultdict(dict)
     for agent_id, turn, n in rows[:CAPPED_SHOWN]:
         listed[agent_id][turn] = listed[agent_id].get(turn, 0) + n
-    if len(rows) <= CAPPED_SHOWN:
-        return listed, {a: (sum(turns.values()), len(turns)) for a, turns in listed.items()}
+    return listed
+
+
+def _capped_totals(run: Run) -> dict:
+    """agent -> (n suppressed by gg's cap, turns capped, its first cap count's seq), across the run."""
     capped = RefusalRow.objects.filter(run=run, kind=RefusalRow.CAPPED)
-    totals = {a: (n, turns) for a, n, turns in capped.values("agent_id").annotate(
-        n=Sum("suppressed"), turns=Count("turn", distinct=True)).values_list("agent_id", "n", "turns")}
-    return listed, totals
+    return {a: rest for a, *rest in capped.values("agent_id").annotate(
+        n=Sum("suppressed"), turns=Count("turn", distinct=True), first=Min("seq")).values_list(
+        "agent_id", "n", "turns", "first")}
+
+
+def _squashed(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _matches(q: str, g: RefusalGroup) -> bool:
+    """`q` in the group's texts, or naming its call in any arm's spelling (gg.files.read_file,
+    gg::files::read_file, files.readFile: the operation's letters, gg's prefix aside)."""
+    call = _squashed(q).removeprefix("gg")
+    return (any(q in text.lower() for text in (g.agent_id, g.operation, g.written, *g.failures, *g.messages))
+            or bool(call) and call in _squashed(g.operation))
+
+
+def roster_page(run: Run, q: str, first) -> dict:
+    """The tab's roster: the agents that refused (with `q`, the groups that name it in their agent,
+    call, failures or messages, and the agents whose id holds it) in the order they first did,
+    REFUSING_SHOWN at a time from the index `first`; the figures across the run. Reads the agents
+    it lists."""
+    q = q.strip()[:200]
+    groups, capped = run_refusal_groups(run), _capped_totals(run)
+    kept = [g for g in groups if _matches(q.lower(), g)] if q else groups
+    since = {a: seq for a, (_, _, seq) in capped.items() if q.lower() in a.lower()}
+    for g in kept:
+        since[g.agent_id] = min(since.get(g.agent_id, g.first_seq), g.first_seq)
+    order = sorted(since, key=since.get)
+    shown, pages = paged(order, first, REFUSING_SHOWN)
+    by_id = {a.agent_id: a for a in run.agents.defer("material").filter(agent_id__in=shown)}
+    agents = [by_id[a] for a in shown if a in by_id]
+    return {**_figures(groups, capped), "q": q, "pages": pages, "matched": len(order),
+            "agents": _roster(run, agents, kept, capped, shown if pages or q else None)}
 
 
 def run_refusals(run: Run, agents: list[Agent]) -> dict:
-    """Per agent, each call refused before it ran grouped by the call (its operation, else the name
-    gg's line quotes), with the counts gg's cap suppressed per turn; totals per operation across the
-    run. The figures are the fold's running counts and each group reads its first GROUP_ROWS_SHOWN
-    calls, so the page reads the same few rows whatever the run's size."""
-    groups = run_refusal_groups(run)
-    first, capped_rows = _first_rows(run, groups)
-    listed, capped = _capped(run, capped_rows)
+    """The roster of `agents` (the report's: the whole run's), with the run's figures."""
+    groups, capped = run_refusal_groups(run), _capped_totals(run)
+    return {**_figures(groups, capped), "agents": _roster(run, agents, groups, capped, None)}
+
+
+def _figures(groups: list[RefusalGroup], capped: dict) -> dict:
+    """Refused calls per operation (else the name gg's line quotes) across the run, their sum and
+    the calls gg's cap suppressed."""
+    totals = Counter()
+    for g in groups:
+        totals[g.operation or g.written] += g.count
+    return {"totals": totals.most_common(), "refused": sum(totals.values()),
+            "suppressed": sum(n for n, _, _ in capped.values())}
+
+
+def _roster(run: Run, agents: list[Agent], groups: list[RefusalGroup], capped: dict, agent_ids) -> list[dict]:
+    """Per agent of `agents` that refused, its `groups` (each call refused before it ran grouped by
+    the call: its operation, else the name gg's line quotes), with the counts gg's cap suppressed per
+    turn (of `agent_ids`' cap counts, else the run's). The figures are the fold's running counts and
+    each group reads its first GROUP_ROWS_SHOWN calls, so the page reads the same few rows whatever
+    the run's size."""
+    if not agents:
+        return []
     mine = defaultdict(list)
     for g in groups:
         mine[g.agent_id].append(g)
-    roster, totals = [], {}
+    ids = {a.agent_id for a in agents}
+    first, capped_rows = _first_rows(run, [g for g in groups if g.agent_id in ids], agent_ids)
+    listed = _listed_capped(capped_rows)
+    roster = []
     for agent in agents:
-        suppressed, capped_turns = capped.get(agent.agent_id, (0, 0))
+        suppressed, capped_turns, _ = capped.get(agent.agent_id, (0, 0, None))
         if not mine.get(agent.agent_id) and not suppressed:
             continue
         spellings, out = {}, []
         for g in mine.get(agent.agent_id, ()):
             shown = _spelled(agent, first.get((agent.agent_id, g.key), []), spellings)
-            spelling = _spelling(agent, g.operation, g.written, spellings)
             message = min(g.messages, key=lambda m: (-g.messages[m][0], g.messages[m][1]), default="")
-            out.append({"key": g.key, "operation": g.operation, "spelling": spelling, "count": g.count,
+            out.append({"key": g.key, "operation": g.operation, "count": g.count,
+                        "spelling": _spelling(agent, g.operation, g.written, spellings),
                         "first_turn": g.first_turn, "last_turn": g.last_turn, "message": message,
                         "other_messages": max(len(g.messages) - 1, 0),
                         "failures": sorted(((f or "—", n) for f, n in g.failures.items()), key=lambda fn: -fn[1]),
                         "shown": shown, "hidden": g.count - len(shown),
                         "after": shown[-1]["after"] if shown and g.count > len(shown) else None})
-            totals[g.operation or spelling] = totals.get(g.operation or spelling, 0) + g.count
         turns = sorted(listed.get(agent.agent_id, {}).items(), key=lambda tn: tn[0] or 0)
         roster.append({"agent": agent, "groups": out, "capped": turns, "capped_hidden": capped_turns - len(turns),
                        "refused": sum(g["count"] for g in out), "suppressed": suppressed})
-    return {"agents": roster, "totals": sorted(totals.items(), key=lambda kv: -kv[1]),
-            "refused": sum(totals.values()), "suppressed": sum(r["suppressed"] for r in roster)}
+    return roster

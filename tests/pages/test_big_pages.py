@@ -32,7 +32,7 @@ def test_a_big_roster_reads_as_one_collapsed_group_per_call(viewer_client):
     assert "turns 1–" in summary and "not available" in summary
     assert len(rows(html, "data-turn")) == GROUP_ROWS_SHOWN  # the first rows only; the rest counted
     assert f"… and {refused - GROUP_ROWS_SHOWN} more of this call, counted above." in html
-    assert 'data-filter=".refusal-group"' in html and "hx-preserve" in html
+    assert 'id="refusal-search" name="q"' in html and "hx-preserve" in html
 
 
 def test_stores_have_a_jump_list(viewer_client):

@@ -3,11 +3,14 @@
 import pytest
 from django.urls import reverse
 
+from runs.ingest import writer as ingest
+from runs.models import Run
+from runs.pages.refusals import REFUSING_SHOWN
 from tests.pages_helpers import get, load, refusal_roster, rows
 
 pytestmark = pytest.mark.django_db
 
-QUERIES = 10  # the page's reads, the same for any roster (the agents read once: the page's and the tab badge's)
+QUERIES = 11  # the page's reads, the same for any roster: the agents it lists read once, the tab badge off the facts
 
 
 def test_refusal_roster_per_agent_per_turn_with_cap_counts(viewer_client, run):
@@ -28,7 +31,7 @@ def test_refusal_roster_per_agent_per_turn_with_cap_counts(viewer_client, run):
                                "gg.board.create_issue is not available to this agent"),
     ]
     assert html.count('<details class="refusal-group"') == 2  # collapsed: no `open`
-    assert 'data-filter=".refusal-group"' in html  # searchable
+    assert 'id="refusal-search" name="q"' in html  # searchable
     start = html.index('id="refusal-totals"')
     totals = dict(rows(html[start:html.index("</table>", start)], "data-operation"))
     assert totals == {"shell.shell": "shell.shell 2", "board.create_issue": "board.create_issue 1"}
@@ -98,3 +101,51 @@ def test_a_groups_calls_page_on_by_seq_each_page_the_same_few_reads(viewer_clien
     want = RefusalRow.objects.filter(run=run, key="shell.shell", entry=True).order_by("seq").values_list("turn", flat=True)
     assert seen == [str(t) for t in want]
     assert viewer_client.get(url.replace("key=shell.shell", "key=nothing")).status_code == 404
+
+
+def _refusing_agents(n: int) -> list[dict]:
+    """`n` tool agents, each refused one call (agent i: `shell.shell`, every seventh `board.create_issue`)."""
+    out = [{"type": "session_started", "agentId": "root"}]
+    for i in range(n):
+        agent, op = f"worker-{i:03d}", "board.create_issue" if i % 7 == 0 else "shell.shell"
+        out += [{"type": "agent_spawned", "agentId": agent, "profileId": "worker", "depth": 1},
+                {"type": "turn_started", "agentId": agent},
+                {"type": "api_result", "agentId": agent, "operation": op, "ok": False, "failure": "unavailable"}]
+    return out
+
+
+@pytest.mark.parametrize("n", [3, 250])
+def test_the_roster_lists_a_page_of_the_agents_that_refused_the_same_reads_whatever_their_number(
+        viewer_client, django_assert_num_queries, n):
+    run = Run.objects.create(name="refusing")
+    ingest.append(run, _refusing_agents(n))
+    viewer_client.get(reverse("runs:refusals", args=[run.pk]))
+    with django_assert_num_queries(QUERIES):
+        html = get(viewer_client, "refusals", run.pk)
+    listed = [a for a, _ in rows(html, "data-agent")]
+    assert listed == [f"worker-{i:03d}" for i in range(min(n, REFUSING_SHOWN))]
+    assert f'<b id="refused-total">{n}</b>' in html  # the figures count every agent
+    if n <= REFUSING_SHOWN:
+        assert 'id="refusal-pages"' not in html
+        return
+    assert "Agents 1–100 of 250 that refused" in html and f'href="?agents={REFUSING_SHOWN}"' in html
+    last = get(viewer_client, "refusals", run.pk, query="agents=200")
+    assert [a for a, _ in rows(last, "data-agent")] == [f"worker-{i:03d}" for i in range(200, 250)]
+    assert 'href="?agents=100">← before' in last and "after →" not in last
+
+
+def test_the_search_finds_refusals_across_the_runs_pages(viewer_client):
+    run = Run.objects.create(name="refusing")
+    ingest.append(run, _refusing_agents(250))
+    board = get(viewer_client, "refusals", run.pk, query="q=BOARD")  # any case, past the first page
+    assert [a for a, _ in rows(board, "data-agent")] == [f"worker-{i:03d}" for i in range(0, 250, 7)]
+    assert "36 agents with refusals matching it" in board and 'value="BOARD"' in board
+    assert '<b id="refused-total">250</b>' in board  # the figures stay the run's
+    for spelled in ("gg.board.create_issue", "gg::board::create_issue", "board.createIssue"):  # any arm's
+        assert rows(get(viewer_client, "refusals", run.pk, query=f"q={spelled}"), "data-agent") == rows(board, "data-agent")
+    one = get(viewer_client, "refusals", run.pk, query="q=worker-249")  # an agent by its id
+    assert [a for a, _ in rows(one, "data-agent")] == ["worker-249"] and "gg.shell.shell" not in one.split("Search")[0]
+    paged = get(viewer_client, "refusals", run.pk, query="q=shell&agents=100")
+    assert 'href="?q=shell&amp;agents=0">← before' in paged and 'href="?q=shell&amp;agents=200">after' in paged
+    hostile = get(viewer_client, "refusals", run.pk, query="q=%3Cscript%3Ex")
+    assert "No refused call matches “&lt;script&gt;x”." in hostile and "<script>x" not in hostile
