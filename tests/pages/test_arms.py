@@ -1,7 +1,12 @@
 """The Arms tab (runs/pages/arms.py): arms side by side."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from runs.ingest import writer as ingest
+from runs.models import Run
+from runs.pages.arms import AGENTS_NAMED
 from tests.pages_helpers import get, rows
 
 pytestmark = pytest.mark.django_db
@@ -23,10 +28,6 @@ def test_arms_side_by_side(viewer_client, run):
 
 
 def test_an_arm_of_many_agents_names_twenty_and_counts_the_rest(viewer_client):
-    from runs.ingest import writer as ingest
-    from runs.models import Run
-    from runs.pages.arms import AGENTS_NAMED
-
     run = Run.objects.create(name="crowded-arm")
     ingest.append(run, [{"type": "turn_started", "agentId": f"a{i:02d}", "turn": 1} for i in range(AGENTS_NAMED + 7)])
     html = get(viewer_client, "arms", run.pk)
@@ -34,3 +35,20 @@ def test_an_arm_of_many_agents_names_twenty_and_counts_the_rest(viewer_client):
     assert f'/agents/a{AGENTS_NAMED - 1:02d}/"' in html and f'/agents/a{AGENTS_NAMED:02d}/"' not in html
     assert f'<a class="arm-more" href="/runs/{run.pk}/agents/">and 7 more</a>' in html
     assert dict(rows(html, "data-row"))["turns"] == f"Turns {AGENTS_NAMED + 7}"  # the figures count them all
+
+
+def test_the_arms_read_the_same_few_queries_whatever_the_agents(viewer_client, run):
+    """Of each agent only what the comparison reads (a whole agent row was most of its time on a run of
+    thousands), and a field read beyond them would cost a query an agent."""
+    counts = []
+    for n in (3, 40):
+        crowd = Run.objects.create(name=f"arms-{n}")
+        ingest.append(crowd, [{"type": "agent_surface", "agentId": f"a{i:02d}", "executionMode": "responses_as_code",
+                               "programLanguage": "python", "docViewTypes": "return", "tools": [], "apis": []}
+                              for i in range(n)] + [{"type": "api_call", "agentId": "a00", "operation": "files.read_file"}])
+        with CaptureQueriesContext(connection) as read:
+            html = get(viewer_client, "arms", crowd.pk)
+        counts.append(len(read.captured_queries))
+        assert not [q for q in read.captured_queries if '"runs_agent"."usage"' in q["sql"]]  # no whole agent row
+        assert dict(rows(html, "data-operation"))["files.read_file"] == "files.read_file 1"
+    assert counts[0] == counts[1]
