@@ -29,8 +29,6 @@ gg runs an agent's calls one at a time, so "open" stays small; a turn's openings
 
 from __future__ import annotations
 
-import copy
-
 from runs.stream.record import finite_number, ms_between
 from runs.stream.usage import plus
 
@@ -139,7 +137,11 @@ def pooled_models(timing: dict, agent_model: str) -> dict:
 
 
 def _closed(timing: dict) -> dict:
-    """A copy of the agent's pooling with its open turn closed (the stored one is left as it is)."""
-    tp = copy.deepcopy(timing.get("tp") or {"out": None, "ms": None, "tokens": 0, "modelMs": 0, "turns": 0})
+    """A copy of the agent's pooling with its open turn closed (the stored one is left as it is).
+    Closing writes the copy's figures and its models' lists, and only reads the rest: copying those
+    alone, where a deep copy was 0.6 of the Overview's 1.1 s on 12,747 agents."""
+    tp = dict(timing.get("tp") or {"out": None, "ms": None, "tokens": 0, "modelMs": 0, "turns": 0})
+    if "models" in tp:
+        tp["models"] = {model: list(figures) for model, figures in tp["models"].items()}
     _close_turn(tp)
     return tp

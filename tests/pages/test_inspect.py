@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 
 from runs.feed.rows import PANEL_KINDS
+from runs.stream import call_times
 from runs.stream.record import parse_timestamp
 from runs.models import Event
 from runs.pages import calls
@@ -73,3 +74,15 @@ def test_the_feed_footer_counts_the_records_its_rows_stand_for(viewer_client):
     assert f"the other {panel} drive the panels" in footer and 'href="?kind=raw"' in footer
     raw = viewer_client.get(reverse("runs:feed_rows", args=(run.pk,)) + "?kind=raw&after=0").json()
     assert raw["rows"] == run.last_seq  # the raw kind: one row per stored record
+
+
+def test_pooling_an_agents_open_turn_leaves_its_stored_timing_as_it_was():
+    tp = {"turn": 2, "out": 30, "ms": 300, "tokens": 100, "modelMs": 1000, "turns": 1, "outs": {"m": 20, "n": 10},
+          "model": "m", "models": {"m": [100, 1000, 1]}}
+    timing = {"tp": tp}
+    stored = json.loads(json.dumps(timing))
+    for _ in range(2):  # the open turn counted each time, never folded in
+        assert call_times.pooled(timing) == {"tokens": 130, "ms": 1300, "turns": 2}
+        assert call_times.pooled_models(timing, "m") == {"m": {"tokens": 120, "ms": 1300, "turns": 2},
+                                                          "n": {"tokens": 10, "ms": 0, "turns": 0}}
+    assert timing == stored
