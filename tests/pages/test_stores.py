@@ -1,9 +1,11 @@
 """The Stores tab (runs/pages/stores.py): one row per store, its holders, lifetime and contents."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from runs.ingest import writer as ingest
-from runs.models import Run
+from runs.models import Run, RunFacts
 from tests.paths import STREAMS
 from tests.pages_helpers import get, load, rows
 
@@ -119,3 +121,30 @@ def test_each_kind_leads_with_an_overview_whose_figures_list_what_they_count(vie
     assert listed("kind=memories&show=costed") == ["memories-0"]
     assert listed("kind=memories&show=nonsense") == ["memories-0", "memories-1", "memories-2"]
     assert 'href="?kind=memories&amp;show=shared#kind-memories"' in html
+
+
+@pytest.mark.parametrize("behind", [False, True])
+def test_the_stores_read_the_same_few_queries_whatever_the_holders(viewer_client, behind):
+    """Of each holder only what the index reads (a whole agent row was most of its time on a run of
+    thousands), and a field read beyond them would cost a query an agent; with the run's facts behind,
+    the tab badge counts the divergences off the same rows."""
+    counts = []
+    for n in (3, 40):
+        run = Run.objects.create(name=f"holders-{n}")
+        records = [{"type": "session_started", "agentId": "root"}]
+        for i in range(n):  # each holds a store of its own and reports what it costs its window
+            records += [{"type": "agent_spawned", "agentId": f"a{i}", "profileId": "lead", "depth": 0},
+                        {"type": "agent_modules", "agentId": f"a{i}", "modules": [
+                            {"kind": "memories", "moduleId": f"memories-{i}", "enabled": True, "origin": "created",
+                             "writable": True}]},
+                        {"type": "context_breakdown", "agentId": f"a{i}", "totalTokens": 900,
+                         "bySource": [{"source": "memory", "tokens": 40}]}]
+        ingest.append(run, records)
+        if behind:
+            RunFacts.objects.filter(run=run).update(seq=0)
+        with CaptureQueriesContext(connection) as read:
+            html = get(viewer_client, "stores", run.pk)
+        counts.append(len(read.captured_queries))
+        assert not [q for q in read.captured_queries if '"runs_agent"."usage"' in q["sql"]]  # no whole agent row
+        assert len(rows(html, "data-store")) == n and "writable — — 40 Lifetime" in dict(rows(html, "data-store"))["memories-0"]
+    assert counts[0] == counts[1]
