@@ -4,8 +4,11 @@ read a page's rows."""
 import re
 from html.parser import HTMLParser
 
-from runs.ingest import writer as ingest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+
+from runs.ingest import writer as ingest
 
 from runs.models import Run
 from tests.inspect_stream import inspect_stream
@@ -55,6 +58,15 @@ def get(client, name, *args, query: str = "") -> str:
     response = client.get(reverse(f"runs:{name}", args=args) + (f"?{query}" if query else ""))
     assert response.status_code == 200, response.content[:500]
     return response.content.decode()
+
+
+def reads_of(client, name, run, unread="usage") -> tuple[str, int]:
+    """The page ``runs:<name>`` of `run` and how many queries it made, asserting that none read the agent
+    field `unread` (a page reading what it shows of each agent, not its whole row)."""
+    with CaptureQueriesContext(connection) as read:
+        html = get(client, name, run.pk)
+    assert not [q for q in read.captured_queries if f'"runs_agent"."{unread}"' in q["sql"]]
+    return html, len(read.captured_queries)
 
 
 def authored(name="inspect") -> Run:

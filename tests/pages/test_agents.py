@@ -9,7 +9,7 @@ from django.urls import reverse
 from runs.ingest import writer as ingest
 from runs.models import Run
 from tests.paths import GG_FIXTURES
-from tests.pages_helpers import get, load, rows
+from tests.pages_helpers import get, load, reads_of, rows
 
 pytestmark = pytest.mark.django_db
 
@@ -164,3 +164,31 @@ def test_agent_page_for_an_unknown_agent_is_404(viewer_client, run):
 def test_helper_brief_is_escaped(viewer_client, run):
     html = get(viewer_client, "agent", run.pk, "helper-1")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+
+
+def test_the_roster_reads_the_same_few_queries_whatever_the_agents(viewer_client):
+    """Of each agent the roster, the profiles and the stores read, not its timing or context figures
+    (most of a row's JSON on a run of thousands), and a field read beyond them costs a query an agent."""
+    counts = []
+    for n in (3, 40):
+        run = Run.objects.create(name=f"roster-{n}")
+        records = [{"type": "session_started", "agentId": "root"}]
+        for i in range(n):
+            records += [{"type": "agent_spawned", "agentId": f"a{i}", "profileId": "lead", "depth": 0},
+                        {"type": "agent_modules", "agentId": f"a{i}", "modules": [
+                            {"kind": "memories", "moduleId": f"memories-{i}", "enabled": True, "origin": "created",
+                             "writable": True}]},
+                        {"type": "agent_surface", "agentId": f"a{i}", "executionMode": "tool_calling",
+                         "tools": ["read_file"]},
+                        {"type": "turn_started", "agentId": f"a{i}"},
+                        {"type": "tool_call", "agentId": f"a{i}", "name": "read_file", "args": {}},
+                        {"type": "tool_result", "agentId": f"a{i}", "name": "read_file", "ok": False, "failure": "io"},
+                        {"type": "usage", "agentId": f"a{i}", "tokens": {"input": 100, "output": 10}},
+                        {"type": "context_breakdown", "agentId": f"a{i}", "totalTokens": 900,
+                         "bySource": [{"source": "memory", "tokens": 40}]}]
+        ingest.append(run, records)
+        html, queries = reads_of(viewer_client, "agents", run, unread="timing")
+        counts.append(queries)
+        assert len(rows(html, "data-agent")) == n + 1  # and root
+        assert f"read_file {n}×" in dict(rows(html, "data-profile"))["lead"]  # offered to each, called by each
+    assert counts[0] == counts[1]

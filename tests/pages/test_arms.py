@@ -1,13 +1,11 @@
 """The Arms tab (runs/pages/arms.py): arms side by side."""
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from runs.ingest import writer as ingest
 from runs.models import Run
 from runs.pages.arms import AGENTS_NAMED
-from tests.pages_helpers import get, rows
+from tests.pages_helpers import get, reads_of, rows
 
 pytestmark = pytest.mark.django_db
 
@@ -46,9 +44,7 @@ def test_the_arms_read_the_same_few_queries_whatever_the_agents(viewer_client, r
         ingest.append(crowd, [{"type": "agent_surface", "agentId": f"a{i:02d}", "executionMode": "responses_as_code",
                                "programLanguage": "python", "docViewTypes": "return", "tools": [], "apis": []}
                               for i in range(n)] + [{"type": "api_call", "agentId": "a00", "operation": "files.read_file"}])
-        with CaptureQueriesContext(connection) as read:
-            html = get(viewer_client, "arms", crowd.pk)
-        counts.append(len(read.captured_queries))
-        assert not [q for q in read.captured_queries if '"runs_agent"."usage"' in q["sql"]]  # no whole agent row
+        html, queries = reads_of(viewer_client, "arms", crowd)
+        counts.append(queries)
         assert dict(rows(html, "data-operation"))["files.read_file"] == "files.read_file 1"
     assert counts[0] == counts[1]
