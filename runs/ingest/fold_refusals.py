@@ -21,7 +21,7 @@ from collections import deque
 from django.db.models import Q
 
 from runs.ingest.fold_flush import in_chunks, insert_rows, update_rows
-from runs.models import Agent, RefusalGroup, RefusalRow, Run
+from runs.models import RefusalGroup, RefusalRow, Run
 from runs.stream.refusals import REFUSED_LINE, SUPPRESSED_LINE, names_to_operations
 from runs.stream.vocabulary import ID_MAX
 

@@ -19,7 +19,7 @@ from runs.stream.prices import model_prices
 from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Holding, Run
 from runs.pages.common import (call_spelling, call_surface, calls_once, failed_calls, paged,
-                               run_agents, run_context, run_holdings, tool_keyed)
+                               run_context, run_holdings, tool_keyed)
 from runs.pages.costs import agent_spend
 from runs.pages.divergences import run_divergences
 from runs.pages.profile_modules import profile_modules

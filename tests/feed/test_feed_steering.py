@@ -7,7 +7,6 @@ import json
 import pytest
 
 from runs.feed import consumer as consumers
-from runs.feed.doorbell import group_name
 from runs.ingest import deletion, services
 from tests.feed_helpers import connect, cookie, cursor, logs, new_run, receive_seqs, seqs, store  # noqa: F401
 

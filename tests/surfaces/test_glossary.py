@@ -2,7 +2,6 @@
 and quotes gg's own documents, and the page serves every entry under its anchor."""
 
 import re
-from pathlib import Path
 
 import pytest
 from django.template import Context, Template, TemplateSyntaxError

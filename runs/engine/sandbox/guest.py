@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 import wasmtime
-from django.conf import settings
 from wasmtime import Config, Engine, Store, WasiConfig
 from wasmtime.component import Component, FuncType, Linker, Record
 

@@ -116,7 +116,7 @@ def entries(language="python"):
             line = typescript.signature(op_id) if language == "typescript" else f"{key}({', '.join(rendered)}) -> {returns}"
             body = "\n".join([line, "",
                               f"operation: {op_id}", f"reached through: {the_arm.import_line(interface)}",
-                              "raises: " + api_error] + ([f"", summary] if summary else []))
+                              "raises: " + api_error] + (["", summary] if summary else []))
             found[key] = Entry(key, "function", interface, key.rsplit(the_arm.sep, 1)[1], summary or f"{op_id}.",
                                body, op_id, _named(ok_type, type_keys),
                                [t for _, ptype in wit_fn.params for t in _named(ptype, type_keys)])
