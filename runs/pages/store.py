@@ -1,5 +1,6 @@
 """One store's page (templates/runs/store.html), under the Stores tab: its holders with what it costs
-each and whether they hold it live, a memory store's peak usage and its revision history in order —
+each and whether they hold it live and its lifetime, each a page at a time, a memory store's peak
+usage and its revision history in order —
 each `memory_revision` the fold attributed to it (turn, agent, memory, revision, change, size, the
 body's first characters), a page at a time. Tests: tests/pages/test_store.py.
 """
@@ -12,13 +13,16 @@ from django.views.decorators.http import require_GET
 
 from runs.access import run_or_404
 from runs.models import Holding, MemoryRevision, ModuleStore
-from runs.pages.common import run_context
-from runs.pages.stores import holder_cost
+from runs.pages.common import paged, run_context
+from runs.pages.origins import roster_records
+from runs.pages.stores import store_index
 from runs.stream.record import whole_number
-from runs.stream.vocabulary import OPEN_AGENT_STATUSES
 
 # A memory written every turn of a long run has thousands of revisions: a page at a time, oldest first.
 REVISIONS_SHOWN = 100
+ROWS_SHOWN = 200  # holders (`?holders=N`) and lifetime steps (`?lifetime=N`) a page: a run's board has thousands
+# What the lifetime reads of every agent: its successions (runs.pages.stores._transition_lifetime).
+LIFETIME_FIELDS = ("run", "agent_id", "predecessor_id", "transition_kind", "transition_modules", "first_seq")
 
 
 @require_GET
@@ -27,13 +31,16 @@ def store_page(request, pk, module_id):
     store = ModuleStore.objects.filter(run=run, module_id=module_id).first()
     if store is None:
         raise Http404("No such store in this run.")
-    # A store held by thousands of agents reads only what the table shows of each, not its whole row.
-    holders = list(Holding.objects.filter(store=store).select_related("agent").only(
-        "kind", "origin", "writable", "scope", "position", "agent__agent_id", "agent__status", "agent__last_breakdown")
-        .order_by("agent__first_seq", "position"))
+    # A store held by thousands of agents reads only what the page shows of each, not its whole row.
+    holdings = list(Holding.objects.filter(store=store).select_related("agent").only(
+        "store", "kind", "origin", "writable", "scope", "position", "agent__agent_id", "agent__profile_id",
+        "agent__status", "agent__last_breakdown").order_by("agent__first_seq", "position"))
+    view = store_index(run, list(run.agents.only(*LIFETIME_FIELDS)), holdings, module_id)[0]
+    holders, holder_pages = paged(view.holders, request.GET.get("holders"), ROWS_SHOWN)
+    live = {h.pk for h in view.live}
     for h in holders:
-        h.cost = holder_cost(h)
-        h.live = h.agent.status in OPEN_AGENT_STATUSES
+        h.cost, h.live = view.holder_costs.get(h.agent.agent_id), h.pk in live
+    lifetime, lifetime_pages = paged(view.lifetime, request.GET.get("lifetime"), ROWS_SHOWN)
     revisions = memory_revisions(run, module_id)
     total = revisions.count()
     pages = max(1, -(-total // REVISIONS_SHOWN))
@@ -41,8 +48,9 @@ def store_page(request, pk, module_id):
     page = min(whole_number(page) or 1, pages)  # anything else: the first page
     shown = list(revisions[(page - 1) * REVISIONS_SHOWN:page * REVISIONS_SHOWN])
     return render(request, "runs/store.html", run_context(
-        run, "stores", store=store, holders=holders, revisions=shown, revision_total=total, page=page, pages=pages,
-        first=(page - 1) * REVISIONS_SHOWN))
+        run, "stores", store=store, view=view, holders=holders, holder_pages=holder_pages, lifetime=lifetime,
+        lifetime_pages=lifetime_pages, origins=roster_records(run), revisions=shown, revision_total=total, page=page,
+        pages=pages, first=(page - 1) * REVISIONS_SHOWN))
 
 
 def memory_revisions(run, module_id=None):

@@ -28,6 +28,9 @@ STORE_BANDS = {"memories": "memory", "tasks": "task_list", "skills": "skill"}
 # A kind's stores are shown a page at a time: a run spawning thousands of agents with stores of their
 # own keeps a page of bounded size.
 STORES_SHOWN = 50
+# A store's holders and lifetime steps its card lists (a run's board may have thousands of holders, a
+# carried memory a step per succession); its own page lists them all, a page at a time.
+CARD_ROWS = 20
 # What the index reads of a holder (and the tab badge's divergences, from the same rows): decoding whole
 # agent rows was 2.4 of the page's 2.7 s under the profiler on 12,747 agents.
 STORE_FIELDS = (*DIVERGENCE_FIELDS, "status", "last_breakdown", "first_seq", "predecessor_id")
@@ -62,6 +65,22 @@ class StoreView:
     @property
     def module_id(self):
         return self.store.module_id
+
+    @property
+    def card_holders(self):
+        return self.holders[:CARD_ROWS]
+
+    @property
+    def more_holders(self) -> int:
+        return max(len(self.holders) - CARD_ROWS, 0)
+
+    @property
+    def card_lifetime(self):
+        return self.lifetime[:CARD_ROWS]
+
+    @property
+    def more_lifetime(self) -> int:
+        return max(len(self.lifetime) - CARD_ROWS, 0)
 
     @property
     def kind(self):
@@ -123,12 +142,15 @@ def _transition_lifetime(agents: list[Agent]) -> dict[str, list[dict]]:
     return rows
 
 
-def store_index(run: Run, agents: list[Agent], holdings: list[Holding]) -> list[StoreView]:
-    """One entry per store, whatever the number of holders, in kind order then id: holders,
-    lifetime (where the stream starts it — created at its first holder, or copied by a fork — then
-    every succession touching it) and sharing."""
-    views = {s.pk: StoreView(s) for s in ModuleStore.objects.filter(run=run)}
-    revisions = dict(MemoryRevision.objects.filter(run=run).values_list("module_id").annotate(n=Count("id")))
+def store_index(run: Run, agents: list[Agent], holdings: list[Holding], module_id: str | None = None) -> list[StoreView]:
+    """One entry per store (or the store `module_id`, `holdings` its own), whatever the number of
+    holders, in kind order then id: holders, lifetime (where the stream starts it — created at its
+    first holder, or copied by a fork — then every succession touching it) and sharing."""
+    stores, revisions = ModuleStore.objects.filter(run=run), MemoryRevision.objects.filter(run=run)
+    if module_id is not None:
+        stores, revisions = stores.filter(module_id=module_id), revisions.filter(module_id=module_id)
+    views = {s.pk: StoreView(s) for s in stores}
+    revisions = dict(revisions.values_list("module_id").annotate(n=Count("id")))
     for h in holdings:
         if h.store_id in views:
             views[h.store_id].holders.append(h)

@@ -8,6 +8,8 @@ from runs.ingest.rebuild import rebuild_projections
 from runs.ingest.writer import append
 from runs.models import MemoryRevision, Run
 from runs.pages import store as store_page
+from runs.pages.store import ROWS_SHOWN
+from runs.pages.stores import CARD_ROWS
 from tests.pages_helpers import rows
 from tests.streams import projection_dump
 
@@ -111,3 +113,57 @@ def test_a_long_history_is_read_a_page_at_a_time(viewer_client, monkeypatch):
     assert [c for c, _ in rows(first, "data-change")] == ["written", "updated"] and "Page 1 of 2" in first
     last = viewer_client.get(url + "?page=9").content.decode()  # past the last: the last
     assert [c for c, _ in rows(last, "data-change")] == ["written", "deleted"] and "Page 2 of 2" in last
+
+
+def crowded_store(holders: int, steps: int) -> list[dict]:
+    """`holders` workers holding the run's board-0, and a chain of `steps` exec successions carrying
+    root's memories-0 (a lifetime step each)."""
+    board = {"kind": "board", "moduleId": "board-0", "enabled": True, "writable": True, "scope": "run"}
+    carried = {"kind": "memories", "moduleId": "memories-0", "enabled": True, "writable": True}
+    out = [{"type": "session_started", "agentId": "root"},
+           {"type": "agent_spawned", "agentId": "root", "profileId": "lead", "depth": 0},
+           {"type": "agent_modules", "agentId": "root", "modules": [{**board, "origin": "created"},
+                                                                    {**carried, "origin": "created"}]}]
+    for i in range(holders):
+        out += [{"type": "agent_spawned", "agentId": f"w{i:03d}", "parentAgentId": "root", "profileId": "worker", "depth": 1},
+                {"type": "agent_modules", "agentId": f"w{i:03d}", "modules": [{**board, "origin": "inherited"}]}]
+    for i in range(1, steps + 1):
+        out += [{"type": "agent_transition", "agentId": f"e{i - 1}" if i > 1 else "root", "kind": "exec",
+                 "toAgentId": f"e{i}", "modules": [{"kind": "memories", "disposition": "carried",
+                                                   "fromModuleId": "memories-0", "toModuleId": "memories-0"}]},
+                {"type": "agent_spawned", "agentId": f"e{i}", "profileId": "lead", "depth": 0},
+                {"type": "agent_modules", "agentId": f"e{i}", "modules": [{**carried, "origin": "transferred"}]}]
+    return out
+
+
+def test_a_stores_card_lists_its_first_holders_and_steps_and_links_the_rest(viewer_client):
+    run = Run.objects.create(name="crowded")
+    append(run, crowded_store(45, 30))
+    html = viewer_client.get(reverse("runs:stores", args=[run.pk])).content.decode()
+    board = html[html.index('id="store-board-0"'):]
+    assert [h for h, _ in rows(board, "data-holder")] == ["root", *(f"w{i:03d}" for i in range(CARD_ROWS - 1))]
+    assert f'<a class="holders-more" href="/runs/{run.pk}/stores/board-0/#holders">and 26 more holders</a>' in board
+    assert "46 holders" in board  # the figures count them all
+    memory = html[html.index('id="store-memories-0"'):html.index('id="store-board-0"')]
+    assert len(rows(memory, "data-event")) == CARD_ROWS
+    assert f'<a href="/runs/{run.pk}/stores/memories-0/#lifetime">and 11 more steps</a>' in memory
+
+
+@pytest.mark.parametrize("holders", [30, 450])
+def test_the_store_page_lists_its_holders_and_lifetime_a_page_at_a_time(viewer_client, django_assert_max_num_queries,
+                                                                        holders):
+    run = Run.objects.create(name="crowded")
+    append(run, crowded_store(holders, 250))
+    url = reverse("runs:store", args=[run.pk, "board-0"])
+    with django_assert_max_num_queries(15):  # whatever the number of holders and steps
+        html = viewer_client.get(url).content.decode()
+    shown = [h for h, _ in rows(html, "data-holder")]
+    assert shown == ["root", *(f"w{i:03d}" for i in range(min(holders, ROWS_SHOWN - 1)))]
+    if holders > ROWS_SHOWN:
+        assert f"Holders 1–200 of {holders + 1}" in html and 'href="?holders=200#holders">after' in html
+        last = viewer_client.get(url + "?holders=400").content.decode()
+        assert [h for h, _ in rows(last, "data-holder")] == [f"w{i:03d}" for i in range(399, holders)]
+    memory = viewer_client.get(reverse("runs:store", args=[run.pk, "memories-0"]) + "?lifetime=200").content.decode()
+    steps = rows(memory, "data-event")
+    assert len(steps) == 51 and "e250" in steps[-1][1] and "Steps 201–251 of 251" in memory
+    assert 'href="?lifetime=0#lifetime">← before' in memory
