@@ -59,7 +59,7 @@ def agents_page(request, pk):
                               run_divergences(run, agents, holdings))
     profiles = profile_rows(run, agents)
     for p in profiles:
-        p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": []})
+        p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": [], "count": 0, "more": 0})
     return render(request, "runs/agents.html", run_context(run, "agents", rows=rows, pages=pages, profiles=profiles))
 
 

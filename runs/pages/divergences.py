@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -14,10 +14,11 @@ from runs.stream.profiles import find_profile
 from runs.stream.record import as_list
 from runs.models import Agent, Holding, Run, RunFacts
 from runs.pages.origins import roster_records
-from runs.pages.common import run_agents, run_context, run_holdings
+from runs.pages.common import paged, run_agents, run_context, run_holdings
 from surfaces.catalogue import CAPABILITIES
 
 DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
+DIVERGENCES_SHOWN = 200  # a page of the list (`?divergences=N`): a run of thousands of agents may diverge in each
 # What `run_divergences` reads of an agent.
 DIVERGENCE_FIELDS = ("run", "agent_id", "profile_id", "transition_kind", "transition_modules")
 
@@ -29,8 +30,10 @@ def divergences_page(request, pk):
     agents = list(run.agents.only(*DIVERGENCE_FIELDS))
     holdings = run_holdings(run, agents)
     divergences = run_divergences(run, agents, holdings)
+    shown, pages = paged(divergences, request.GET.get("divergences"), DIVERGENCES_SHOWN)
     return render(request, "runs/divergences.html", run_context(
-        run, "divergences", divergences=divergences, has_rosters=bool(holdings), origins=roster_records(run)))
+        run, "divergences", divergences=shown, pages=pages, has_rosters=bool(holdings), origins=roster_records(run),
+        kinds=Counter(d["kind"] for d in divergences).most_common()))
 
 
 def declared_memories_scope(capability_set, agent: Agent, holding: Holding) -> str:

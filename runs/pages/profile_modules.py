@@ -22,6 +22,7 @@ from surfaces.catalogue import CAPABILITIES
 KIND_CAPABILITY = {"memories": "memories", "tasks": "tasks", "board": "project-management",
                    "skills": "skills", "archive": "agent-managed-context"}
 STORES_NAMED = 20  # a kind's stores named by link, the rest on the Stores tab (20,000 links were 1.5 MB)
+NOTES_SHOWN = 10  # a profile's divergence notes listed, the rest on the Divergences tab (5,000 were 1.9 MB)
 # A store's sharing (runs.pages.stores) as the per-profile badge gg's console prints.
 BADGES = {"instance": "per instance", "agent": "agent-scoped", "carried": "handed on", "run": "run-global",
           "mixed": "split"}
@@ -73,7 +74,7 @@ def profile_modules(run: Run, agents: list[Agent], holdings: list[Holding], stor
     out = {}
     for key in set(key_of.values()) | set(configured):
         declared = declared_modules(configured.get(key))
-        kinds, notes = [], [dict(d) for d in divergences if agent_key.get(d.get("agentId")) == key]
+        kinds, notes = [], []
         for kind in sorted(set(declared) | set(held[key]), key=lambda k: (rank.get(k, len(rank)), k)):
             rows = held[key][kind]
             module_ids = list(dict.fromkeys(h.module_id for h in rows if h.module_id))
@@ -93,5 +94,8 @@ def profile_modules(run: Run, agents: list[Agent], holdings: list[Holding], stor
                               "cause": "The holders disagree on ownership." if len(ownership) > 1 else
                                        "Every holder holds it on terms the profile did not ask for (carried in "
                                        "from another profile's configuration)."})
-        out[key] = {"kinds": kinds, "divergences": notes}
+        # The profile's own ownership notes first: the Divergences tab, where the rest are, lists none.
+        notes += [d for d in divergences if agent_key.get(d.get("agentId")) == key]
+        out[key] = {"kinds": kinds, "divergences": notes[:NOTES_SHOWN], "count": len(notes),
+                    "more": max(len(notes) - NOTES_SHOWN, 0)}
     return out

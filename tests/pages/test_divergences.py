@@ -7,7 +7,8 @@ from django.test.utils import CaptureQueriesContext
 from runs.ingest import writer as ingest
 from runs.models import Run, RunFacts
 from runs.pages.common import run_agents, run_holdings
-from runs.pages.divergences import divergence_count, run_divergences
+from runs.pages.divergences import DIVERGENCES_SHOWN, divergence_count, run_divergences
+from runs.pages.profile_modules import NOTES_SHOWN
 from tests.pages_helpers import get, load, reads_of, rows
 from tests.paths import GG_FIXTURES
 
@@ -190,3 +191,22 @@ def test_an_agent_stored_between_the_pages_two_reads_waits_for_the_next_read():
     assert [(h.agent.agent_id, h.module_id) for h in held] == [("root", "memories-0")]
     assert [(h.agent.agent_id, h.module_id) for h in run_holdings(run, run_agents(run))] == [
         ("root", "memories-0"), ("a1", "memories-1")]
+
+
+def test_many_divergences_are_listed_a_page_at_a_time_and_counted_by_kind(viewer_client):
+    records = []
+    for i in range(450):  # each holds a store of its own, declared inherited: one divergence each
+        records += spawn(f"a{i:03d}", "lead", [memories(f"memories-{i}", "created")])
+    assert len(divergences(records, {"agents": [profile("lead", scope="inherited")]})) == 450
+    run = Run.objects.get(name="d0")
+    html = get(viewer_client, "divergences", run.pk)
+    assert [a for a, _ in rows(html, "data-agent")] == [f"a{i:03d}" for i in range(DIVERGENCES_SHOWN)]
+    assert "Divergences 1–200 of 450" in html and 'href="?divergences=200">after' in html
+    assert dict(rows(html, "data-kind")) == {"inherited_fell_back": "inherited_fell_back"}
+    assert '<span class="tag" data-kind="inherited_fell_back">inherited_fell_back</span> 450' in html
+    last = get(viewer_client, "divergences", run.pk, query="divergences=400")
+    assert [a for a, _ in rows(last, "data-agent")] == [f"a{i:03d}" for i in range(400, 450)]
+    # The Agents tab's profile names the first few and links the rest here.
+    agents = get(viewer_client, "agents", run.pk)
+    assert agents.count('class="note divergence-note"') == NOTES_SHOWN and "450 divergences" in agents
+    assert f'<a class="divergences-more" href="/runs/{run.pk}/divergences/">and 440 more divergences</a>' in agents
