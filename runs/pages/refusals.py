@@ -25,6 +25,7 @@ GROUP_ROWS_SHOWN = 5  # each row is three links: a group lists its first rows, t
 PAGE_ROWS = 20  # a page of a group's next rows (`refusal_entries`)
 CAPPED_SHOWN = 100  # gg's cap counts listed (the figures count them all)
 _UNION = 200  # groups whose first rows one statement reads
+_AGENT, _KEY = "\x00agent", "\x00key"  # stand-ins for a group's agent and key in its compiled statement
 ENTRY_COLUMNS = ("seq", "kind", "partner", "turn", "operation", "written", "failure", "message", "suppressed")
 
 
@@ -87,13 +88,17 @@ def _first_rows(run: Run, groups: list[RefusalGroup], agent_ids: list | None) ->
     capped = RefusalRow.objects.filter(run=run, kind=RefusalRow.CAPPED).order_by("seq")
     if agent_ids is not None:
         capped = capped.filter(agent_id__in=agent_ids)
-    parts = [capped.values_list("agent_id", "key", *ENTRY_COLUMNS)[:CAPPED_SHOWN + 1]]
-    parts += [_entries(run, g.agent_id, g.key).values_list("agent_id", "key", *ENTRY_COLUMNS)[:GROUP_ROWS_SHOWN]
+    parts = [capped.values_list("agent_id", "key", *ENTRY_COLUMNS)[:CAPPED_SHOWN + 1].query.sql_with_params()]
+    # Every group's part is one statement with its own agent and key: compiled once (compiling it
+    # per group was 1.2 of the 2.1 s a roster of 1,845 groups cost), its two placeholders filled in.
+    sql, params = (_entries(run, _AGENT, _KEY).values_list("agent_id", "key", *ENTRY_COLUMNS)[:GROUP_ROWS_SHOWN]
+                   .query.sql_with_params())
+    parts += [(sql, [{_AGENT: g.agent_id, _KEY: g.key}.get(p, p) if isinstance(p, str) else p for p in params])
               for g in groups]
     out, capped_rows = defaultdict(list), []
     for i in range(0, len(parts), _UNION):
         # Each part sliced in a subquery of its own: the ORM slices no part of a UNION on SQLite.
-        sqls = [part.query.sql_with_params() for part in parts[i:i + _UNION]]
+        sqls = parts[i:i + _UNION]
         with connection.cursor() as cursor:
             cursor.execute(" UNION ALL ".join(f"SELECT * FROM ({sql}) AS g{n}" for n, (sql, _) in enumerate(sqls)),
                            [p for _, params in sqls for p in params])
