@@ -26,6 +26,9 @@ from runs.models import Run, SavedView
 from runs.stream.record import whole_number
 
 EXPORT_MAX = 50  # runs per export archive
+# The comparison page's agent pairs and unpaired agents listed (two runs of thousands of agents were
+# 6 MB of page); its JSON (api_compare) lists them all.
+PAIRS_SHOWN, UNPAIRED_SHOWN = 50, 100
 
 
 @require_GET
@@ -130,18 +133,24 @@ def compare_page(request):
                **{k: request.GET.get(k, "") for k in ("a", "b", "agent_a", "agent_b")}}
     if result:
         context["sections"] = compare_sections(result)
+        if result["kind"] == "runs":
+            context["hidden"] = {"pairs": max(len(result["pairs"]) - PAIRS_SHOWN, 0),
+                                 "a": max(len(result["unpairedA"]) - UNPAIRED_SHOWN, 0),
+                                 "b": max(len(result["unpairedB"]) - UNPAIRED_SHOWN, 0)}
+            context["unpaired"] = {"a": result["unpairedA"][:UNPAIRED_SHOWN], "b": result["unpairedB"][:UNPAIRED_SHOWN]}
     # No runs named yet is the empty form, not an error page.
     blank = not request.GET.get("a") and not request.GET.get("b")
     return render(request, "across/compare.html", context, status=200 if blank else status)
 
 
 def compare_sections(result: dict) -> list[dict]:
-    """The comparison's figure tables, in reading order: the total (or the two agents), then each pair."""
+    """The comparison's figure tables, in reading order: the total (or the two agents), then the first
+    PAIRS_SHOWN pairs."""
     if result["kind"] == "agents":
         return [{"title": "The two agents", "a": result["agentA"], "b": result["agentB"], "rows": result["figures"]}]
     out = [{"title": "The whole run", "a": None, "b": None, "rows": result["total"]}]
     out += [{"title": f"{p['a']['profileId'] or '(no profile)'} · {p['a']['role'] or 'standard'}",
-             "a": p["a"], "b": p["b"], "rows": p["figures"]} for p in result["pairs"]]
+             "a": p["a"], "b": p["b"], "rows": p["figures"]} for p in result["pairs"][:PAIRS_SHOWN]]
     return out
 
 

@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from runs.across.compare import refused_by_operation, structural_diff
+from runs.across.views import PAIRS_SHOWN, UNPAIRED_SHOWN
 from runs.demo import DEMO_DIR
 from runs.ingest import writer as ingest
 from runs.models import Run
@@ -262,3 +263,23 @@ def test_an_agents_refusals_are_compared_in_full_not_as_the_rows_the_report_list
         total.update(refused_by_operation(doc))
     assert total == Counter({r["operation"]: r["refused"] for r in report["refusalTotals"]})
     assert sum(total.values()) > sum(len(doc["refusals"]) for doc in report["agents"])  # past the listed rows
+
+
+def test_two_runs_of_many_agents_list_the_first_pairs_and_unpaired_and_count_the_rest(viewer_client):
+    """A pair a profile and role: 60 workers in each run pair; a's 120 helpers and b's 3 reviewers pair
+    with none. The page lists 50 pairs and 100 of each side's unpaired; its JSON lists them all."""
+    def run(name, agents):
+        made = Run.objects.create(name=name)
+        ingest.append(made, [{"type": "agent_spawned", "agentId": a, "profileId": p, "depth": 0} for a, p in agents])
+        return made
+    a = run("wide-a", [(f"w{i}", "worker") for i in range(60)] + [(f"h{i}", "helper") for i in range(120)])
+    b = run("wide-b", [(f"w{i}", "worker") for i in range(60)] + [(f"r{i}", "reviewer") for i in range(3)])
+    query = f"a={a.pk}&b={b.pk}"
+    html = viewer_client.get(reverse("runs:compare") + "?" + query).content.decode()
+    assert html.count('class="panel figures-pair"') == 1 + PAIRS_SHOWN  # the whole run, then the pairs
+    assert "and 10 more pairs of agents, in" in html
+    assert html.count("<b>only in a</b>") == UNPAIRED_SHOWN and "and 20 more only in a, in" in html
+    assert html.count("<b>only in b</b>") == 3 and "more only in b" not in html
+    assert "120 only in a, 3 only in b" in html
+    whole = viewer_client.get(reverse("runs:api_compare") + "?" + query).json()
+    assert len(whole["pairs"]) == 60 and len(whole["unpairedA"]) == 120
