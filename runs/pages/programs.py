@@ -24,6 +24,7 @@ from runs.stream.record import gg_record
 # What the turn's events must include to assemble its programs (and what the turn page lists).
 PROGRAM_TYPES = ("prompt", "context_message", "turn_outcome", "code_execution", "log") + call_pairs.CALL_TYPES
 PROGRAMS_SHOWN = 20  # on the agent page, the latest (the rest a page at a time: 50 in full were half the page's time)
+CALLS_LISTED = 200  # a program's calls it lists (one looping over files made 10,000); its turn's records list all
 TURN_COLUMNS = ("seq", "type", "agent_id", "turn", "timestamp", "operation", "tool_name", "ok", "failure", "raw")
 
 # The heading gg gives the model for a failed program, by the turn's error kind (seeds/004).
@@ -86,6 +87,10 @@ class Program:
     def logs(self):
         logs = self.record.get("logs")
         return [str(line) for line in logs] if isinstance(logs, list) else []
+
+    @property
+    def calls_listed(self):
+        return self.calls[:CALLS_LISTED]
 
     @property
     def lines(self):

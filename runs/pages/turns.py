@@ -20,9 +20,13 @@ from runs.stream.usage import breakdown_bands
 from runs.pages import calls as call_pairs
 from runs.pages import material, programs
 from runs.pages.events import clock, offset
-from runs.pages.common import run_context
+from runs.pages.common import paged, run_context
 from runs.stream.record import gg_record
 from runs.stream.refusals import REFUSED_LINE
+
+# A program looping over a workspace makes thousands of calls in one turn: its records a page at a
+# time (`?records=N`), its calls' first rows under the program (runs/_program.html).
+RECORDS_SHOWN = 300
 
 def _messages(rows) -> dict:
     """The turn's request as the model was sent it: [{id, band, new, message}] in order, those it
@@ -97,6 +101,8 @@ def turn_detail(request, pk, agent_id, n):
     if agent is None:
         raise Http404(f"Run {run.name!r} has no agent {agent_id!r}.")
     turn = turn_view(run, agent, n)
+    records, record_pages = paged(turn["rows"], request.GET.get("records"), RECORDS_SHOWN)
     return render(request, "runs/turn.html", run_context(
-        run, "agents", agent=agent, turn=turn, language=agent.program_language,
+        run, "agents", agent=agent, turn=turn, records=records, record_pages=record_pages,
+        language=agent.program_language,
         prev_turn=n - 1 if n > 1 else None, next_turn=n + 1 if n < agent.turns else None))
