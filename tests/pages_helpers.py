@@ -84,6 +84,17 @@ def rows(html: bytes | str, attr: str) -> list[tuple[str, str]]:
     return [(key, re.sub(r"\s+", " ", text).strip()) for key, text in parser.rows]
 
 
+def refusing_agents(n: int) -> list[dict]:
+    """`n` tool agents, each refused one call (agent i: `shell.shell`, every seventh `board.create_issue`)."""
+    out = [{"type": "session_started", "agentId": "root"}]
+    for i in range(n):
+        agent, op = f"worker-{i:03d}", "board.create_issue" if i % 7 == 0 else "shell.shell"
+        out += [{"type": "agent_spawned", "agentId": agent, "profileId": "worker", "depth": 1},
+                {"type": "turn_started", "agentId": agent},
+                {"type": "api_result", "agentId": agent, "operation": op, "ok": False, "failure": "unavailable"}]
+    return out
+
+
 def synthetic_stream(n: int) -> list[dict]:
     """Exactly n records of one run: a Python code agent (surface, roster, memories) and a
     tool-calling subagent, then turns of calls, refusals, programs and context bands."""

@@ -181,3 +181,32 @@ def test_a_live_pages_refresh_keeps_the_rows_show_more_loaded_and_pages_on_past_
         t for t in range(1, 9) for _ in range(10))
     shoot(page, "refusals-paged-live")
     assert page.errors == [], page.errors
+
+
+def test_the_refusals_search_narrows_the_whole_run_as_you_type_and_survives_a_refresh(page, console_server, tmp_path):
+    from playwright.sync_api import expect
+
+    from tests.pages_helpers import refusing_agents
+
+    stream = tmp_path / "refusing.ndjson"  # 150 agents refusing, no session_ended: the run stays live
+    stream.write_text("".join(json.dumps(r) + "\n" for r in refusing_agents(150)))
+    console_server.manage("ingest", stream, "--run", "inspect-refusing")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{console_server.url}/runs/{run_pk(console_server, 'inspect-refusing')}/refusals/")
+    agents, box = page.locator("details.refusal-agent"), page.locator("#refusal-search")
+    expect(agents).to_have_count(100)
+    expect(page.locator("#refusal-pages")).to_contain_text("Agents 1–100 of 150")
+    box.fill("worker-149")  # on the second page: found across the run
+    expect(agents).to_have_count(1)
+    expect(agents.first).to_have_attribute("data-agent", "worker-149")
+    assert "q=worker-149" in page.url
+    box.fill("board")
+    expect(agents).to_have_count(22)  # every seventh
+    expect(page.locator("#refusal-count")).to_have_text("22 agents with refusals matching it, across the run")
+    page.evaluate(AFTER_A_REFRESH)  # the live page's poll keeps what was typed, and what it found
+    expect(box).to_have_value("board")
+    expect(agents).to_have_count(22)
+    shoot(page, "refusals-search")
+    box.fill("")
+    expect(agents).to_have_count(100)
+    assert page.errors == [], page.errors

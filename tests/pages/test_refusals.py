@@ -6,7 +6,7 @@ from django.urls import reverse
 from runs.ingest import writer as ingest
 from runs.models import Run
 from runs.pages.refusals import REFUSING_SHOWN
-from tests.pages_helpers import get, load, refusal_roster, rows
+from tests.pages_helpers import get, load, refusal_roster, refusing_agents, rows
 
 pytestmark = pytest.mark.django_db
 
@@ -103,22 +103,11 @@ def test_a_groups_calls_page_on_by_seq_each_page_the_same_few_reads(viewer_clien
     assert viewer_client.get(url.replace("key=shell.shell", "key=nothing")).status_code == 404
 
 
-def _refusing_agents(n: int) -> list[dict]:
-    """`n` tool agents, each refused one call (agent i: `shell.shell`, every seventh `board.create_issue`)."""
-    out = [{"type": "session_started", "agentId": "root"}]
-    for i in range(n):
-        agent, op = f"worker-{i:03d}", "board.create_issue" if i % 7 == 0 else "shell.shell"
-        out += [{"type": "agent_spawned", "agentId": agent, "profileId": "worker", "depth": 1},
-                {"type": "turn_started", "agentId": agent},
-                {"type": "api_result", "agentId": agent, "operation": op, "ok": False, "failure": "unavailable"}]
-    return out
-
-
 @pytest.mark.parametrize("n", [3, 250])
 def test_the_roster_lists_a_page_of_the_agents_that_refused_the_same_reads_whatever_their_number(
         viewer_client, django_assert_num_queries, n):
     run = Run.objects.create(name="refusing")
-    ingest.append(run, _refusing_agents(n))
+    ingest.append(run, refusing_agents(n))
     viewer_client.get(reverse("runs:refusals", args=[run.pk]))
     with django_assert_num_queries(QUERIES):
         html = get(viewer_client, "refusals", run.pk)
@@ -136,7 +125,7 @@ def test_the_roster_lists_a_page_of_the_agents_that_refused_the_same_reads_whate
 
 def test_the_search_finds_refusals_across_the_runs_pages(viewer_client):
     run = Run.objects.create(name="refusing")
-    ingest.append(run, _refusing_agents(250))
+    ingest.append(run, refusing_agents(250))
     board = get(viewer_client, "refusals", run.pk, query="q=BOARD")  # any case, past the first page
     assert [a for a, _ in rows(board, "data-agent")] == [f"worker-{i:03d}" for i in range(0, 250, 7)]
     assert "36 agents with refusals matching it" in board and 'value="BOARD"' in board
