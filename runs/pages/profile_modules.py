@@ -55,14 +55,18 @@ def _badge(profile_stores: list[StoreView], other_profile_holds) -> str:
 
 def profile_modules(run: Run, agents: list[Agent], holdings: list[Holding], stores: list[StoreView],
                     divergences: list[dict]) -> dict[str, dict]:
-    """{profile row key: {"kinds": [...], "divergences": [...]}}.
+    """{profile row key: {"kinds": [...], "divergences": [...], "count": n, "more": n}}.
 
     kinds: one entry per module kind declared or held, in kind order: {kind, declared (or None),
-    stores, ownership, scope, origins, holders, badge, badge_label}. divergences: the run's
-    divergences whose agent runs under the profile, then ownership notes (the holders disagree, or
-    all hold on terms the profile did not declare)."""
+    stores, ownership, scope, origins, holders, badge, badge_label}. divergences: the first
+    NOTES_SHOWN of the profile's notes — ownership notes (the holders disagree, or all hold on terms
+    the profile did not declare), then the run's divergences whose agent runs under the profile —
+    `count` of them in all and `more` not listed."""
     key_of = {a.pk: group_key(run, a) for a in agents}
     agent_key = {a.agent_id: key_of[a.pk] for a in agents}
+    diverged = defaultdict(list)  # profile -> its agents' divergences
+    for d in divergences:
+        diverged[agent_key.get(d.get("agentId"))].append(d)
     by_module = {s.module_id: s for s in stores}
     store_profiles = {s.module_id: {key_of.get(h.agent_id) for h in s.holders} for s in stores}
     held = defaultdict(lambda: defaultdict(list))  # profile -> kind -> [Holding]
@@ -95,7 +99,7 @@ def profile_modules(run: Run, agents: list[Agent], holdings: list[Holding], stor
                                        "Every holder holds it on terms the profile did not ask for (carried in "
                                        "from another profile's configuration)."})
         # The profile's own ownership notes first: the Divergences tab, where the rest are, lists none.
-        notes += [d for d in divergences if agent_key.get(d.get("agentId")) == key]
+        notes += diverged.get(key, [])
         out[key] = {"kinds": kinds, "divergences": notes[:NOTES_SHOWN], "count": len(notes),
                     "more": max(len(notes) - NOTES_SHOWN, 0)}
     return out
