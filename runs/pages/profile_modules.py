@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from runs.models import Agent, Holding, Run
 from runs.pages.stores import StoreView
-from runs.pages.profiles import group_key
+from runs.pages.profiles import group_keys
 from runs.stream.profiles import profile_key, profiles
 from runs.stream.record import as_list
 from runs.stream.vocabulary import MODULE_KINDS
@@ -62,7 +62,7 @@ def profile_modules(run: Run, agents: list[Agent], holdings: list[Holding], stor
     NOTES_SHOWN of the profile's notes — ownership notes (the holders disagree, or all hold on terms
     the profile did not declare), then the run's divergences whose agent runs under the profile —
     `count` of them in all and `more` not listed."""
-    key_of = {a.pk: group_key(run, a) for a in agents}
+    key_of = group_keys(run, agents)
     agent_key = {a.agent_id: key_of[a.pk] for a in agents}
     diverged = defaultdict(list)  # profile -> its agents' divergences
     for d in divergences:

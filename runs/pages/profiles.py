@@ -45,17 +45,22 @@ def _share(part, whole):
     return round(100 * part / whole) if part and whole else None
 
 
-def group_key(run: Run, agent: Agent) -> str:
-    """The per-profile row an agent counts under: its configured profile's key, else its own id."""
-    found = find_profile(run.capability_set, agent.profile_id)
-    return profile_key(found) if found else agent.profile_id
+def group_keys(run: Run, agents: list[Agent]) -> dict[int, str]:
+    """{agent pk: the per-profile row it counts under}: its configured profile's key, else its own
+    profile id; each profile id looked up once (12,747 lookups were a fifth of the Agents tab)."""
+    keys = {}
+    for profile_id in {a.profile_id for a in agents}:
+        found = find_profile(run.capability_set, profile_id)
+        keys[profile_id] = profile_key(found) if found else profile_id
+    return {a.pk: keys[a.profile_id] for a in agents}
 
 
 def profile_rows(run: Run, agents: list[Agent]) -> list[dict]:
     configured = profiles(run.capability_set)
     groups: dict[str, list[Agent]] = {profile_key(p): [] for p in configured}
+    key_of = group_keys(run, agents)
     for a in agents:
-        groups.setdefault(group_key(run, a), []).append(a)
+        groups.setdefault(key_of[a.pk], []).append(a)
     run_tokens = total_tokens((run.usage or {}).get("tokens")) or 0
     table = model_prices()
     spends = {a.pk: agent_spend(a, table) for a in agents}
@@ -71,7 +76,9 @@ def profile_rows(run: Run, agents: list[Agent]) -> list[dict]:
         turns = sum(a.turns for a in members)
         calls = sum(a.call_count for a in members)
         offered = Counter(name for a in members if a.surface_reported for name in _offered(a))
-        called = sum((calls_once(a) for a in members), Counter())
+        called = Counter()
+        for a in members:
+            called.update(calls_once(a))
         surfaced = sum(1 for a in members if a.surface_reported)
         rows.append({
             "key": key or "(none)", "group": key,
