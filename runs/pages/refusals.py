@@ -14,6 +14,7 @@ from django.db import connection
 from django.db.models import Count, Min, Sum
 from django.http import Http404
 from django.shortcuts import render
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from runs.access import run_or_404
@@ -171,7 +172,8 @@ def roster_page(run: Run, q: str, first) -> dict:
     shown, pages = paged(order, first, REFUSING_SHOWN)
     by_id = {a.agent_id: a for a in run.agents.defer("material").filter(agent_id__in=shown)}
     agents = [by_id[a] for a in shown if a in by_id]
-    return {**_figures(groups, capped), "q": q, "pages": pages, "matched": len(order),
+    return {**_figures(groups, capped), "q": q, "keep": f"{urlencode({'q': q})}&" if q else "", "pages": pages,
+            "matched": len(order),
             "agents": _roster(run, agents, kept, capped, shown if pages or q else None)}
 
 
