@@ -165,5 +165,5 @@ def test_the_store_page_lists_its_holders_and_lifetime_a_page_at_a_time(viewer_c
         assert [h for h, _ in rows(last, "data-holder")] == [f"w{i:03d}" for i in range(399, holders)]
     memory = viewer_client.get(reverse("runs:store", args=[run.pk, "memories-0"]) + "?lifetime=200").content.decode()
     steps = rows(memory, "data-event")
-    assert len(steps) == 51 and "e250" in steps[-1][1] and "Steps 201–251 of 251" in memory
+    assert len(steps) == 51 and "the exec e249 → e250" in steps[-1][1] and "Steps 201–251 of 251" in memory
     assert 'href="?lifetime=0#lifetime">← before' in memory
