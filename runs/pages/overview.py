@@ -61,11 +61,13 @@ def run_rates(run: Run) -> dict:
     query, no log read) — and calls per response pooled over the run (calls over turns, never a
     mean of ratios). {"throughput": pooled, "models": {usage model id: pooled}, "calls_per_response"}."""
     every, models = [0, 0, 0], defaultdict(lambda: [0, 0, 0])
-    for model_id, timing in Agent.objects.filter(run=run).values_list("model_id", "timing"):
-        figures = pooled(timing or {})
+    # Only the pooling ("tp") out of each agent's timing: its call times were most of the JSON decoded.
+    for model_id, tp in Agent.objects.filter(run=run).values_list("model_id", "timing__tp"):
+        timing = {"tp": tp} if tp else {}
+        figures = pooled(timing)
         every[:] = every[0] + figures["tokens"], every[1] + figures["ms"], every[2] + figures["turns"]
         # per model as gg pools it: by each usage record's model, not the agent's
-        for model, f in pooled_models(timing or {}, model_id).items():
+        for model, f in pooled_models(timing, model_id).items():
             acc = models[model]
             acc[:] = acc[0] + f["tokens"], acc[1] + f["ms"], acc[2] + f["turns"]
     return {"throughput": _rate(*every), "models": {m: _rate(*f) for m, f in sorted(models.items()) if m and f[2]},

@@ -6,6 +6,8 @@ pooled; the runtime card's wall clock against maxRuntimeSecs, active and waiting
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.ingest.rebuild import rebuild_projections
@@ -88,7 +90,11 @@ def test_the_cost_widget_prices_where_the_stream_carries_no_cost(run):
 
 
 def test_rates_pool_per_model_and_survive_a_rebuild(run):
-    rates = run_rates(run)
+    with CaptureQueriesContext(connection) as read:
+        rates = run_rates(run)
+    # Of each agent's timing only its pooling: its call times ("ms", "calls") were most of the JSON.
+    timing = [q["sql"] for q in read.captured_queries if '"runs_agent"."timing"' in q["sql"]]
+    assert timing and all("tp" in sql for sql in timing)
     assert rates["models"]["anthropic/claude-sonnet-4"] == {"tokens": 200_000, "ms": 2000, "turns": 1, "per_second": 100_000}
     assert rates["models"]["acme/small"]["per_second"] == pytest.approx(300)
     assert rates["throughput"]["per_second"] == pytest.approx(200_300 / 3)  # pooled, not a mean of 100k and 300
