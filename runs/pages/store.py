@@ -35,14 +35,13 @@ def store_page(request, pk, module_id):
     holdings = list(Holding.objects.filter(store=store).select_related("agent").only(
         "store", "kind", "origin", "writable", "scope", "position", "agent__agent_id", "agent__profile_id",
         "agent__status", "agent__last_breakdown").order_by("agent__first_seq", "position"))
-    view = store_index(run, successions(run), holdings, module_id)[0]
+    view = store_index(run, successions(run), holdings, store)[0]
     holders, holder_pages = paged(view.holders, request.GET.get("holders"), ROWS_SHOWN)
     live = {h.pk for h in view.live}
     for h in holders:
         h.cost, h.live = view.holder_costs.get(h.agent.agent_id), h.pk in live
     lifetime, lifetime_pages = paged(view.lifetime, request.GET.get("lifetime"), ROWS_SHOWN)
-    revisions = memory_revisions(run, module_id)
-    total = revisions.count()
+    revisions, total = memory_revisions(run, module_id), view.revisions
     pages = max(1, -(-total // REVISIONS_SHOWN))
     page = request.GET.get("page", "")
     page = min(whole_number(page) or 1, pages)  # anything else: the first page

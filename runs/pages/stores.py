@@ -142,13 +142,14 @@ def _transition_lifetime(agents: list[Agent]) -> dict[str, list[dict]]:
     return rows
 
 
-def store_index(run: Run, agents: list[Agent], holdings: list[Holding], module_id: str | None = None) -> list[StoreView]:
-    """One entry per store (or the store `module_id`, `holdings` its own), whatever the number of
-    holders, in kind order then id: holders, lifetime (where the stream starts it — created at its
+def store_index(run: Run, agents: list[Agent], holdings: list[Holding],
+                store: ModuleStore | None = None) -> list[StoreView]:
+    """One entry per store (or only `store`, read already, `holdings` its own), whatever the number
+    of holders, in kind order then id: holders, lifetime (where the stream starts it — created at its
     first holder, or copied by a fork — then every succession touching it) and sharing."""
     stores, revisions = ModuleStore.objects.filter(run=run), MemoryRevision.objects.filter(run=run)
-    if module_id is not None:
-        stores, revisions = stores.filter(module_id=module_id), revisions.filter(module_id=module_id)
+    if store is not None:
+        stores, revisions = [store], revisions.filter(module_id=store.module_id)
     views = {s.pk: StoreView(s) for s in stores}
     revisions = dict(revisions.values_list("module_id").annotate(n=Count("id")))
     for h in holdings:
