@@ -21,12 +21,12 @@ from runs.models import Agent, Event, Holding, Run
 from runs.pages.common import (call_spelling, call_surface, calls_once, failed_calls, paged,
                                run_context, run_holdings, tool_keyed)
 from runs.pages.costs import agent_spend
-from runs.pages.divergences import run_divergences
+from runs.pages.divergences import DIVERGENCE_FIELDS, run_divergences
 from runs.pages.profile_modules import profile_modules
-from runs.pages.stores import store_index
+from runs.pages.stores import STORE_FIELDS, store_index
 from runs.pages.agent_timing import agent_timing
 from runs.pages.origins import error_turn_numbers
-from runs.pages.profiles import profile_rows
+from runs.pages.profiles import profile_agents, profile_rows
 from runs.pages.programs import agent_programs
 from runs.pages import material
 from surfaces.arms import ARMS, function_spelling, spell
@@ -49,15 +49,20 @@ ENDING_TOOLS = frozenset(t for e in ENDINGS.values() for t in e.tools)
 @require_GET
 def agents_page(request, pk):
     run = run_or_404(pk)
-    agents = list(run.agents.defer(*ROSTER_UNREAD))
+    # Every agent read for what the forest, the stores and the divergences need of it, and as the profiles
+    # read it; the shown page's agents whole but for ROSTER_UNREAD.
+    agents = list(run.agents.only(*TAB_FIELDS))
     table = model_prices()
     shown, pages = paged(agent_forest(agents), request.GET.get("agents"), AGENTS_SHOWN)
+    whole = run.agents.defer(*ROSTER_UNREAD).in_bulk([row.agent.pk for row in shown])
+    for row in shown:
+        row.agent = whole.get(row.agent.pk, row.agent)
     rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent),
              "spend": agent_spend(row.agent, table)} for row in shown]
     holdings = run_holdings(run, agents)
     modules = profile_modules(run, agents, holdings, store_index(run, agents, holdings),
                               run_divergences(run, agents, holdings))
-    profiles = profile_rows(run, agents)
+    profiles = profile_rows(run, profile_agents(run))
     for p in profiles:
         p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": [], "count": 0, "more": 0})
     return render(request, "runs/agents.html", run_context(run, "agents", rows=rows, pages=pages, profiles=profiles))
@@ -103,6 +108,7 @@ class ForestRow:
 
 # What `agent_forest` reads of an agent (a page that reads no more of them reads only these).
 FOREST_FIELDS = ("agent_id", "parent_agent_id", "parent_id", "predecessor_id", "transition_kind", "first_seq")
+TAB_FIELDS = tuple(dict.fromkeys((*FOREST_FIELDS, *STORE_FIELDS, *DIVERGENCE_FIELDS)))
 
 
 def agent_forest(agents: list[Agent]) -> list[ForestRow]:

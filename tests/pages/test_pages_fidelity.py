@@ -38,7 +38,7 @@ def test_a_forks_copy_starts_copied_and_a_swapped_away_store_is_dropped(viewer_c
 
 
 def test_the_agents_tab_reads_the_run_per_profile_including_one_that_never_ran(viewer_client):
-    from runs.pages.profiles import profile_rows
+    from runs.pages.profiles import profile_agents, profile_rows
     run = Run.objects.create(name="per-profile")
     cs = {"agents": [{"id": "builder", "name": "Builder", "modelId": "m/one", "capabilities": [{"id": "memories"}, "shell"]},
                      {"id": "explorer", "name": "Explorer"}]}
@@ -54,7 +54,9 @@ def test_the_agents_tab_reads_the_run_per_profile_including_one_that_never_ran(v
         {"agentId": "sub-1", "type": "usage", "tokens": {"output": 10}, "cost": {"comparable": 0.5}},
     ])
     run.refresh_from_db()
-    rows = {r["key"]: r for r in profile_rows(run, run_agents(run))}
+    rows = profile_rows(run, profile_agents(run))  # the page's read: each agent's PROFILE_FIELDS, no Agent rows
+    assert rows == profile_rows(run, run_agents(run))
+    rows = {r["key"]: r for r in rows}
     builder, explorer = rows["builder"], rows["explorer"]
     assert (builder["instances"], builder["turns"], builder["tokens"], builder["token_share"]) == (2, 2, 50, 100)
     assert builder["calls_per_response"] == 1.0 and builder["cost_share"] == 100
