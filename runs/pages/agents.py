@@ -18,7 +18,7 @@ from runs.stream.record import as_list, gg_record, whole_number
 from runs.stream.prices import model_prices
 from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Holding, Run
-from runs.pages.common import (call_spelling, call_surface, calls_once, failed_calls, paged,
+from runs.pages.common import (agent_values, call_spelling, call_surface, calls_once, failed_calls, paged,
                                run_context, run_holdings, tool_keyed)
 from runs.pages.costs import agent_spend
 from runs.pages.divergences import DIVERGENCE_FIELDS, run_divergences
@@ -26,7 +26,7 @@ from runs.pages.profile_modules import profile_modules
 from runs.pages.stores import STORE_FIELDS, store_index
 from runs.pages.agent_timing import agent_timing
 from runs.pages.origins import error_turn_numbers
-from runs.pages.profiles import profile_agents, profile_rows
+from runs.pages.profiles import PROFILE_FIELDS, profile_rows
 from runs.pages.programs import agent_programs
 from runs.pages import material
 from surfaces.arms import ARMS, function_spelling, spell
@@ -62,7 +62,7 @@ def agents_page(request, pk):
     holdings = run_holdings(run, agents)
     modules = profile_modules(run, agents, holdings, store_index(run, agents, holdings),
                               run_divergences(run, agents, holdings))
-    profiles = profile_rows(run, profile_agents(run))
+    profiles = profile_rows(run, agent_values(run, PROFILE_FIELDS))
     for p in profiles:
         p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": [], "count": 0, "more": 0})
     return render(request, "runs/agents.html", run_context(run, "agents", rows=rows, pages=pages, profiles=profiles))

@@ -11,25 +11,24 @@ from django.views.decorators.http import require_GET
 
 from runs.access import run_or_404
 from runs.models import Agent
-from runs.pages.common import run_context
+from runs.pages.common import AgentValues, agent_values, run_context
 from surfaces.catalogue import OPERATIONS
 
 
 AGENTS_NAMED = 20  # an arm's agents named by link (the Agents tab lists them all; 12,983 links were 870 KB)
 # What the comparison reads of an agent: decoding whole rows was 2.2 of the page's 2.3 s on 12,747 agents.
-# (`run` too: read through run.agents, each agent is handed its run, which reads a deferred run_id.)
-ARM_FIELDS = ("run", "agent_id", "program_language", "doc_view_types", "execution_mode", "turns", "error_turn_count",
+ARM_FIELDS = ("agent_id", "program_language", "doc_view_types", "execution_mode", "turns", "error_turn_count",
               "api_calls", "api_failures", "tool_calls", "tool_failures", "context_bands")
 
 
 @require_GET
 def arms_page(request, pk):
     run = run_or_404(pk)
-    agents = list(run.agents.only(*ARM_FIELDS))
-    return render(request, "runs/arms.html", run_context(run, "arms", comparison=arms_comparison(agents)))
+    comparison = arms_comparison(agent_values(run, ARM_FIELDS))
+    return render(request, "runs/arms.html", run_context(run, "arms", comparison=comparison))
 
 
-def arms_comparison(agents: list[Agent]) -> dict:
+def arms_comparison(agents: list[Agent | AgentValues]) -> dict:
     """Agents grouped by (programLanguage, docViewTypes), side by side: calls per operation (tool
     names for tool-calling agents), docs_view and search_results tokens summed over every turn's
     context, turns and error turns. Read off the projections alone."""

@@ -9,15 +9,10 @@ across instances ("offered to 3 of 12"; a `0×` entry is kept).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from types import SimpleNamespace
-
-from django.db.models import JSONField, TextField
-from django.db.models.functions import Cast
 
 from runs.models import Agent, Run
-from runs.pages.common import calls_once, tool_keyed
+from runs.pages.common import AgentValues, calls_once, tool_keyed
 from runs.pages.costs import agent_spend
 from runs.stream.prices import model_prices
 from runs.stream.profiles import find_profile, profile_key, profile_keys, profile_name, profiles
@@ -60,37 +55,12 @@ def group_keys(run: Run, agents: list[Agent]) -> dict[int, str]:
     return {a.pk: keys[a.profile_id] for a in agents}
 
 
-# What `profile_rows` reads of each agent.
+# What `profile_rows` reads of each agent (the Agents tab reads them with common.agent_values).
 PROFILE_FIELDS = ("profile_id", "model_id", "usage", "last_breakdown", "turns", "surface_reported", "execution_mode",
                   "tools", "apis", "withheld", "api_calls", "tool_calls", "api_failures", "tool_failures", "api_tools")
-_JSON_FIELDS = frozenset(n for n in PROFILE_FIELDS if isinstance(Agent._meta.get_field(n), JSONField))
 
 
-class Member(SimpleNamespace):
-    """An agent as the profile figures read it: PROFILE_FIELDS and pk, with Agent's call properties."""
-    call_surface = Agent.call_surface
-    surface_calls = Agent.surface_calls
-    call_count = Agent.call_count
-
-
-def profile_agents(run: Run) -> list[Member]:
-    """The run's agents as `profile_rows` reads them, in one query of PROFILE_FIELDS, without a model instance
-    each, and a JSON value several agents share (their surface, an empty tally) decoded once: on a run of
-    12,206 agents, 0.9 s against 2.5 for their Agent rows. Shared values are read, never changed."""
-    decoded = {None: None}
-    columns = [Cast(n, TextField()) if n in _JSON_FIELDS else n for n in PROFILE_FIELDS]
-    out = []
-    for pk, *values in run.agents.values_list("pk", *columns):
-        member = Member(pk=pk)
-        for name, value in zip(PROFILE_FIELDS, values):
-            if name in _JSON_FIELDS:
-                value = decoded[value] if value in decoded else decoded.setdefault(value, json.loads(value))
-            setattr(member, name, value)
-        out.append(member)
-    return out
-
-
-def profile_rows(run: Run, agents: list[Agent | Member]) -> list[dict]:
+def profile_rows(run: Run, agents: list[Agent | AgentValues]) -> list[dict]:
     configured = profiles(run.capability_set)
     groups: dict[str, list[Agent]] = {profile_key(p): [] for p in configured}
     key_of = group_keys(run, agents)

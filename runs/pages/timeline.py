@@ -29,7 +29,7 @@ from runs.access import run_or_404, turn_url_base
 from runs.models import Agent, Run, TimelineBucket, TimelineLane, TurnSpan, WaitSpan
 from runs.models.timeline import LEVELS, SLOTS, epoch_ms, read_ticks
 from runs.pages.agents import FOREST_FIELDS, agent_forest
-from runs.pages.common import paged, run_context
+from runs.pages.common import agent_values, paged, run_context
 
 WIDTH = 1160  # px of time axis
 LABEL = 190  # px of lane labels
@@ -301,7 +301,7 @@ def timeline(request, pk):
     run = run_or_404(pk)
     # Only what the lanes show of each agent: a run of thousands of agents spent most of this page
     # decoding the rest. (So the tab bar's badge does not count from these.)
-    agents = list(run.agents.only(*FOREST_FIELDS, "run", "profile_id", "turns"))
+    agents = agent_values(run, (*FOREST_FIELDS, "profile_id", "turns"))
     data = build(run, agents, _float(request.GET.get("start")), _float(request.GET.get("end")),
                  request.GET.get("lanes"))
     return render(request, "runs/timeline.html", run_context(run, "timeline", timeline=data))

@@ -8,7 +8,8 @@ from django.urls import reverse
 
 from runs.ingest import writer as ingest
 from runs.models import Run
-from runs.pages.profiles import profile_agents
+from runs.pages.common import agent_values
+from runs.pages.profiles import PROFILE_FIELDS
 from tests.paths import GG_FIXTURES
 from tests.pages_helpers import get, load, reads_of, rows
 
@@ -193,5 +194,5 @@ def test_the_roster_reads_the_same_few_queries_whatever_the_agents(viewer_client
         assert len(rows(html, "data-agent")) == n + 1  # and root
         assert f"read_file {n}×" in dict(rows(html, "data-profile"))["lead"]  # offered to each, called by each
         # the profiles' read decodes a surface the agents share once (root's, with no tools, and the others')
-        assert len({id(m.tools) for m in profile_agents(run)}) == 2
+        assert len({id(m.tools) for m in agent_values(run, PROFILE_FIELDS)}) == 2
     assert counts[0] == counts[1]

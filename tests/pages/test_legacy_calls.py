@@ -10,7 +10,8 @@ from runs.ingest.writer import append
 from runs.models import Agent, Run
 from runs.pages.agents import agent_surface_counts
 from runs.pages.common import run_agents
-from runs.pages.profiles import profile_agents, profile_rows
+from runs.pages.common import agent_values
+from runs.pages.profiles import PROFILE_FIELDS, profile_rows
 from runs.pages.report import build_report
 from tests.paths import STREAMS
 from tests.streams import import_stream
@@ -83,7 +84,7 @@ def test_a_legacy_profile_lists_each_program_call_once(viewer_client):
     run = Run.objects.create(name="legacy-chips")
     append(run, legacy_profile_stream())
     run.refresh_from_db()
-    [row] = profile_rows(run, profile_agents(run))
+    [row] = profile_rows(run, agent_values(run, PROFILE_FIELDS))
     assert [row] == profile_rows(run, run_agents(run))
     assert row["key"] == "coder" and row["instances"] == 1
     # each call once, on the tool behind it; not again under files.write_file, nor files.read_file 0×

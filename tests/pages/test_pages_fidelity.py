@@ -38,7 +38,8 @@ def test_a_forks_copy_starts_copied_and_a_swapped_away_store_is_dropped(viewer_c
 
 
 def test_the_agents_tab_reads_the_run_per_profile_including_one_that_never_ran(viewer_client):
-    from runs.pages.profiles import profile_agents, profile_rows
+    from runs.pages.common import agent_values
+    from runs.pages.profiles import PROFILE_FIELDS, profile_rows
     run = Run.objects.create(name="per-profile")
     cs = {"agents": [{"id": "builder", "name": "Builder", "modelId": "m/one", "capabilities": [{"id": "memories"}, "shell"]},
                      {"id": "explorer", "name": "Explorer"}]}
@@ -54,7 +55,7 @@ def test_the_agents_tab_reads_the_run_per_profile_including_one_that_never_ran(v
         {"agentId": "sub-1", "type": "usage", "tokens": {"output": 10}, "cost": {"comparable": 0.5}},
     ])
     run.refresh_from_db()
-    rows = profile_rows(run, profile_agents(run))  # the page's read: each agent's PROFILE_FIELDS, no Agent rows
+    rows = profile_rows(run, agent_values(run, PROFILE_FIELDS))  # the page's read: each agent's PROFILE_FIELDS, no Agent rows
     assert rows == profile_rows(run, run_agents(run))
     rows = {r["key"]: r for r in rows}
     builder, explorer = rows["builder"], rows["explorer"]
