@@ -51,7 +51,7 @@ def agents_page(request, pk):
     run = run_or_404(pk)
     # Every agent read for what the forest, the stores and the divergences need of it, and as the profiles
     # read it; the shown page's agents whole but for ROSTER_UNREAD.
-    agents = list(run.agents.only(*TAB_FIELDS))
+    agents = agent_values(run, TAB_FIELDS)
     table = model_prices()
     shown, pages = paged(agent_forest(agents), request.GET.get("agents"), AGENTS_SHOWN)
     whole = run.agents.defer(*ROSTER_UNREAD).in_bulk([row.agent.pk for row in shown])

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 
 from runs.access import run_or_404
 from runs.models import Agent
-from runs.pages.common import AgentValues, agent_values, run_context
+from runs.pages.common import agent_values, run_context
 from surfaces.catalogue import OPERATIONS
 
 
@@ -28,7 +28,7 @@ def arms_page(request, pk):
     return render(request, "runs/arms.html", run_context(run, "arms", comparison=comparison))
 
 
-def arms_comparison(agents: list[Agent | AgentValues]) -> dict:
+def arms_comparison(agents: list[Agent]) -> dict:
     """Agents grouped by (programLanguage, docViewTypes), side by side: calls per operation (tool
     names for tool-calling agents), docs_view and search_results tokens summed over every turn's
     context, turns and error turns. Read off the projections alone."""

@@ -14,7 +14,7 @@ from runs.stream.profiles import find_profile
 from runs.stream.record import as_list
 from runs.models import Agent, Holding, Run, RunFacts
 from runs.pages.origins import roster_records
-from runs.pages.common import paged, run_agents, run_context, run_holdings
+from runs.pages.common import agent_values, paged, run_agents, run_context, run_holdings
 from surfaces.catalogue import CAPABILITIES
 
 DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
@@ -27,7 +27,7 @@ DIVERGENCE_FIELDS = ("run", "agent_id", "profile_id", "transition_kind", "transi
 def divergences_page(request, pk):
     run = run_or_404(pk)
     # Only what the divergences read of an agent: a run of thousands spent most of this page decoding the rest.
-    agents = list(run.agents.only(*DIVERGENCE_FIELDS))
+    agents = agent_values(run, DIVERGENCE_FIELDS)
     holdings = run_holdings(run, agents)
     divergences = run_divergences(run, agents, holdings)
     shown, pages = paged(divergences, request.GET.get("divergences"), DIVERGENCES_SHOWN)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from runs.models import Agent, Run
-from runs.pages.common import AgentValues, calls_once, tool_keyed
+from runs.pages.common import calls_once, tool_keyed
 from runs.pages.costs import agent_spend
 from runs.stream.prices import model_prices
 from runs.stream.profiles import find_profile, profile_key, profile_keys, profile_name, profiles
@@ -60,7 +60,7 @@ PROFILE_FIELDS = ("profile_id", "model_id", "usage", "last_breakdown", "turns", 
                   "tools", "apis", "withheld", "api_calls", "tool_calls", "api_failures", "tool_failures", "api_tools")
 
 
-def profile_rows(run: Run, agents: list[Agent | AgentValues]) -> list[dict]:
+def profile_rows(run: Run, agents: list[Agent]) -> list[dict]:
     configured = profiles(run.capability_set)
     groups: dict[str, list[Agent]] = {profile_key(p): [] for p in configured}
     key_of = group_keys(run, agents)

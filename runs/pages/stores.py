@@ -17,7 +17,7 @@ from runs.access import run_or_404
 from runs.stream.record import whole_number
 from runs.stream.vocabulary import MODULE_KINDS, OPEN_AGENT_STATUSES
 from runs.models import Agent, Holding, MemoryRevision, ModuleStore, Run
-from runs.pages.common import run_context, run_holdings
+from runs.pages.common import agent_values, run_context, run_holdings
 from runs.pages.divergences import DIVERGENCE_FIELDS
 from runs.pages.origins import roster_records
 
@@ -39,7 +39,7 @@ STORE_FIELDS = (*DIVERGENCE_FIELDS, "status", "last_breakdown", "first_seq", "pr
 @require_GET
 def stores_page(request, pk):
     run = run_or_404(pk)
-    agents = list(run.agents.only(*STORE_FIELDS))
+    agents = agent_values(run, STORE_FIELDS)
     holdings = run_holdings(run, agents)
     stores = store_index(run, agents, holdings)
     page = request.GET.get("page", "")
