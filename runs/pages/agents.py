@@ -49,8 +49,8 @@ ENDING_TOOLS = frozenset(t for e in ENDINGS.values() for t in e.tools)
 @require_GET
 def agents_page(request, pk):
     run = run_or_404(pk)
-    # Every agent read for what the forest, the stores and the divergences need of it, and as the profiles
-    # read it; the shown page's agents whole but for ROSTER_UNREAD.
+    # Every agent read for what the forest, the stores, the divergences and the profiles need of it; the shown
+    # page's agents whole but for ROSTER_UNREAD.
     agents = agent_values(run, TAB_FIELDS)
     table = model_prices()
     shown, pages = paged(agent_forest(agents), request.GET.get("agents"), AGENTS_SHOWN)
@@ -62,7 +62,7 @@ def agents_page(request, pk):
     holdings = run_holdings(run, agents)
     modules = profile_modules(run, agents, holdings, store_index(run, agents, holdings),
                               run_divergences(run, agents, holdings))
-    profiles = profile_rows(run, agent_values(run, PROFILE_FIELDS))
+    profiles = profile_rows(run, agents)
     for p in profiles:
         p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": [], "count": 0, "more": 0})
     return render(request, "runs/agents.html", run_context(run, "agents", rows=rows, pages=pages, profiles=profiles))
@@ -108,7 +108,7 @@ class ForestRow:
 
 # What `agent_forest` reads of an agent (a page that reads no more of them reads only these).
 FOREST_FIELDS = ("agent_id", "parent_agent_id", "parent_id", "predecessor_id", "transition_kind", "first_seq")
-TAB_FIELDS = tuple(dict.fromkeys((*FOREST_FIELDS, *STORE_FIELDS, *DIVERGENCE_FIELDS)))
+TAB_FIELDS = tuple(dict.fromkeys((*FOREST_FIELDS, *STORE_FIELDS, *DIVERGENCE_FIELDS, *PROFILE_FIELDS)))
 
 
 def agent_forest(agents: list[Agent]) -> list[ForestRow]:
