@@ -20,7 +20,7 @@ from surfaces.catalogue import CAPABILITIES
 DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
 DIVERGENCES_SHOWN = 200  # a page of the list (`?divergences=N`): a run of thousands of agents may diverge in each
 # What `run_divergences` reads of an agent.
-DIVERGENCE_FIELDS = ("run", "agent_id", "profile_id", "transition_kind", "transition_modules")
+DIVERGENCE_FIELDS = ("agent_id", "profile_id", "transition_kind", "transition_modules")
 
 
 @require_GET

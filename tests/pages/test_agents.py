@@ -4,6 +4,8 @@ surface joined at the operation, holdings, failures, programs and context."""
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.ingest import writer as ingest
@@ -196,3 +198,17 @@ def test_the_roster_reads_the_same_few_queries_whatever_the_agents(viewer_client
         # the profiles' read decodes a surface the agents share once (root's, with no tools, and the others')
         assert len({id(m.tools) for m in agent_values(run, PROFILE_FIELDS)}) == 2
     assert counts[0] == counts[1]
+
+
+def test_agent_values_reads_what_only_reads_and_defers_the_rest():
+    """The pages' read of every agent (common.agent_values) gives the Agent rows only() gives, with their run,
+    and a field it did not read loads as a deferred one does (a query)."""
+    run = load("values", "multi_agent.ndjson")
+    fields = (*PROFILE_FIELDS, "agent_id", "parent_id")
+    read, expected = agent_values(run, fields), list(run.agents.only("run", *fields))
+    assert [a.pk for a in read] == [a.pk for a in expected] and len(read) > 3
+    assert [[getattr(a, f) for f in fields] for a in read] == [[getattr(a, f) for f in fields] for a in expected]
+    assert all(a.run is run for a in read) and read[1].call_count == expected[1].call_count
+    with CaptureQueriesContext(connection) as later:
+        assert read[1].brief == run.agents.get(pk=read[1].pk).brief
+    assert len(later.captured_queries) == 2  # the deferred field's, and the comparison's own
