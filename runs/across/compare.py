@@ -14,7 +14,7 @@ from runs.ingest import facts as run_facts
 from runs.models import Agent, Run, RunFacts
 from runs.stream.profiles import find_profile
 from runs.stream.usage import TOKEN_CLASSES
-from runs.pages.report import build_report
+from runs.pages.report import agent_docs, build_report
 
 LIST_KEYS = ("slug", "id", "agent", "name", "kind")  # what names an entry of a list of objects
 
@@ -165,17 +165,26 @@ def side_by_side(fa: dict, fb: dict) -> list[dict]:
 
 
 class Side:
-    """One run's report, agents, per-agent usage and peaks: read once, compared as often as asked."""
+    """One run's report, agents, per-agent usage and peaks: read once, compared as often as asked. With
+    `agent_ids`, those agents' documents and figures alone (no report, no run figures): two agents'
+    comparison reads two agents, whatever the size of their runs."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, agent_ids: list[str] | None = None):
         self.run = run
-        self.report = build_report(run, timing=False)  # the figures below read no latency
-        usage = dict(Agent.objects.filter(run=run).values_list("agent_id", "usage"))
+        usage = Agent.objects.filter(run=run)
+        if agent_ids is None:
+            self.report = build_report(run, timing=False)  # the figures below read no latency
+            docs = self.report["agents"]
+        else:
+            docs = agent_docs(run, agent_ids, timing=False)
+            usage = usage.filter(agent_id__in=agent_ids)
+        usage = dict(usage.values_list("agent_id", "usage"))
         facts = RunFacts.objects.filter(run=run).first() or run_facts.refresh(run)
         self.agents = [{"doc": doc, "figures": agent_figures(doc, usage.get(doc["agentId"]),
                                                              facts.peak_context.get(doc["agentId"]))}
-                       for doc in self.report["agents"]]
-        self.figures = run_figures(self.report, [a["figures"] for a in self.agents])
+                       for doc in docs]
+        if agent_ids is None:
+            self.figures = run_figures(self.report, [a["figures"] for a in self.agents])
 
     def agent(self, agent_id: str):
         return next((a for a in self.agents if a["doc"]["agentId"] == agent_id), None)
@@ -232,8 +241,8 @@ class NoSuchAgent(LookupError):
 
 def compare_agents(a: Run, agent_a: str, b: Run, agent_b: str) -> dict:
     """Two agents of one run or of two: their profiles' diff and their figures side by side."""
-    sa = Side(a)
-    sb = sa if b.pk == a.pk else Side(b)
+    sa = Side(a, [agent_a] if b.pk != a.pk else [agent_a, agent_b])
+    sb = sa if b.pk == a.pk else Side(b, [agent_b])
     x, y = sa.agent(agent_a), sb.agent(agent_b)
     for run, agent_id, found in ((a, agent_a, x), (b, agent_b, y)):
         if found is None:

@@ -177,10 +177,12 @@ def roster_page(run: Run, q: str, first) -> dict:
             "agents": _roster(run, agents, kept, capped, shown if pages or q else None)}
 
 
-def run_refusals(run: Run, agents: list[Agent]) -> dict:
-    """The roster of `agents` (the report's: the whole run's), with the run's figures."""
+def run_refusals(run: Run, agents: list[Agent], *, whole_run: bool = True) -> dict:
+    """The roster of `agents` (the report's: the whole run's; `whole_run=False`: a few of its agents,
+    each listing its own first cap counts), with the run's figures."""
     groups, capped = run_refusal_groups(run), _capped_totals(run)
-    return {**_figures(groups, capped), "agents": _roster(run, agents, groups, capped, None)}
+    agent_ids = None if whole_run else [a.agent_id for a in agents]
+    return {**_figures(groups, capped), "agents": _roster(run, agents, groups, capped, agent_ids)}
 
 
 def _figures(groups: list[RefusalGroup], capped: dict) -> dict:

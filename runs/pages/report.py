@@ -14,7 +14,7 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from runs.access import readable_run
-from runs.models import Run
+from runs.models import Agent, Run
 from runs.pages import calls, run_selectors
 from runs.pages.agents import agent_forest, agent_surface_counts
 from runs.pages.arms import arms_comparison
@@ -93,32 +93,35 @@ def _memory(view, revisions: dict) -> dict:
             "revisions": [_revision(r) for r in revisions.get(view.module_id, ())]}
 
 
-def build_report(run: Run, *, timing: bool = True) -> dict:
-    """The run report; `timing=False` leaves out the latency and tokens-per-second figures (the
-    comparison reads neither)."""
-    agents = run_agents(run)
-    holdings = run_holdings(run, agents)  # each roster row's agent off `agents`, not decoded again
-    forest = agent_forest(agents)
-    refusals = run_refusals(run, agents)
-    header = run_selectors.run_header(run)
-    clocks = run_clocks(run, duration=header["duration"])
+def agent_docs(run: Run, agent_ids: list[str], *, timing: bool = True) -> list[dict]:
+    """The report's documents of the run's agents of `agent_ids` alone, reading only theirs (what a
+    comparison of two agents needs, where the whole report reads every agent of the run); each of them
+    lists its own first cap counts, where the report lists the run's."""
+    agents = run_agents(run, agent_ids)
+    return _agent_docs(agents, run_holdings(run, agents, whole_run=False),
+                       run_refusals(run, agents, whole_run=False),
+                       calls.run_latency(agents) if timing else None, calls.run_throughput(agents) if timing else None)
 
-    agent_ids = {a.pk: a.agent_id for a in agents}
+
+def _agent_docs(agents: list[Agent], holdings, refusals: dict, latency, throughput) -> list[dict]:
+    """Each of `agents`' document, off their roster rows, their refusals' roster and (unless None)
+    their latency and throughput tables."""
+    names = {a.pk: a.agent_id for a in agents}
+    # A predecessor not among them (a few agents' documents) is named by one more query.
+    missing = {a.predecessor_id for a in agents} - names.keys() - {None}
+    names.update(Agent.objects.filter(pk__in=missing).values_list("pk", "agent_id") if missing else ())
     held = defaultdict(list)
     for h in holdings:
         held[h.agent_id].append(h)
     refused = {r["agent"].agent_id: r for r in refusals["agents"]}
-    latency = calls.run_latency(agents) if timing else None
-    throughput = calls.run_throughput(agents) if timing else None
     durations = run_selectors.agent_durations(agents)
 
-    def agent_doc(row) -> dict:
-        a = row.agent
+    def agent_doc(a) -> dict:
         mine = refused.get(a.agent_id)
         return {
             "agentId": a.agent_id,
             "parentAgentId": a.parent_agent_id or None,
-            "predecessor": agent_ids.get(a.predecessor_id),
+            "predecessor": names.get(a.predecessor_id),
             "transition": a.transition_kind or None,
             "fsmState": a.fsm_state or None,
             "depth": a.depth,
@@ -156,10 +159,26 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
                          for e in sorted((e for g in (mine["groups"] if mine else ()) for e in g["shown"]),
                                          key=lambda e: e["seq"])],
             "refusalsSuppressed": [{"turn": turn, "count": n} for turn, n in (mine["capped"] if mine else ())],
-        } | ({} if not timing else {
+        } | ({} if latency is None else {
             "latency": calls.latency_doc(latency["agents"].get(a.agent_id, [])),
             "generatedTokensPerSecond": throughput["agents"].get(a.agent_id, {}).get("per_second"),
         })
+
+    return [agent_doc(a) for a in agents]
+
+
+def build_report(run: Run, *, timing: bool = True) -> dict:
+    """The run report; `timing=False` leaves out the latency and tokens-per-second figures (the
+    comparison reads neither)."""
+    agents = run_agents(run)
+    holdings = run_holdings(run, agents)  # each roster row's agent off `agents`, not decoded again
+    forest = agent_forest(agents)
+    refusals = run_refusals(run, agents)
+    header = run_selectors.run_header(run)
+    clocks = run_clocks(run, duration=header["duration"])
+    latency = calls.run_latency(agents) if timing else None
+    throughput = calls.run_throughput(agents) if timing else None
+    documents = _agent_docs([row.agent for row in forest], holdings, refusals, latency, throughput)
 
     stores = store_index(run, agents, holdings)
     revisions = first_revisions(run, REVISIONS_LISTED) if any(s.revisions for s in stores) else {}
@@ -200,7 +219,7 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
             "generatedTokens": throughput["run"]["tokens"],
             "modelMs": throughput["run"]["ms"],
         }),
-        "agents": [agent_doc(row) for row in forest],
+        "agents": documents,
         "stores": [{
             "moduleId": s.module_id,
             "kind": s.kind,

@@ -9,14 +9,14 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from runs.across.compare import refused_by_operation, structural_diff
+from runs.across.compare import Side, refused_by_operation, structural_diff
 from runs.across.views import PAIRS_SHOWN, UNPAIRED_SHOWN
 from runs.demo import DEMO_DIR
 from runs.ingest import writer as ingest
 from runs.models import Run
-from runs.pages.report import build_report
+from runs.pages.report import agent_docs, build_report
 from tests.pages_helpers import rows, synthetic_stream
-from tests.streams import STREAMS, import_stream
+from tests.streams import STREAM_FIXTURES, STREAMS, import_stream
 
 pytestmark = pytest.mark.django_db
 
@@ -132,6 +132,30 @@ def test_compare_two_agents_of_one_run(viewer_client):
     response = viewer_client.get(reverse("runs:compare"), {"a": run.pk, "b": run.pk, "agent_a": x["agentId"],
                                                           "agent_b": "nobody"})
     assert response.status_code == 404 and "has no agent" in response.content.decode()
+
+
+@pytest.mark.parametrize("stream", ["multi_agent", "legacy", "real-mock-session", "synthetic"])
+def test_an_agents_document_read_alone_is_its_document_in_the_report(stream):
+    """What two agents' comparison reads (their documents alone: their roster rows, refusals and
+    predecessor's name read for them) is what the whole report says of them."""
+    if stream == "synthetic":
+        run = Run.objects.create(name="refusing")
+        ingest.append(run, synthetic_stream(400))
+    else:
+        run, _ = import_stream(STREAM_FIXTURES[stream], stream)
+    report = build_report(run)
+    assert any(doc["predecessor"] for doc in report["agents"]) == (stream in ("multi_agent", "legacy"))
+    for doc in report["agents"]:
+        assert agent_docs(run, [doc["agentId"]]) == [doc]
+
+
+def test_two_agents_comparison_reads_two_agents():
+    run = Run.objects.create(name="wide")
+    ingest.append(run, [{"type": "agent_spawned", "agentId": f"w{i}", "profileId": "worker", "depth": 0}
+                        for i in range(40)])
+    side = Side(run, ["w3", "w30"])
+    assert [a["doc"]["agentId"] for a in side.agents] == ["w3", "w30"] and not hasattr(side, "report")
+    assert len(Side(run).agents) == 40
 
 
 def test_unknown_runs_and_missing_parameters(viewer_client):
