@@ -2,6 +2,8 @@
 string values, never by a key; what an operator types is words, never query syntax; rebuild and
 delete keep the index in step with the log."""
 
+import re
+
 import pytest
 
 from runs.feed import search
@@ -75,3 +77,13 @@ def test_the_index_answers_a_range_of_seqs_in_order_a_chunk_at_a_time():
     assert search.matching_seqs(run.pk, "kiwi", after=3, limit=2) == [5, 7]
     assert search.matching_seqs(run.pk, "kiwi", after=3, before=9) == [5, 7]
     assert search.matching_seqs(run.pk, "kiwi", after=11) == [] and search.matching_seqs(other.pk, "kiwi") == [1, 2, 3]
+
+
+@pytest.mark.parametrize("text", [
+    "".join(map(chr, range(128))),  # every ASCII character: letters and digits are words, the rest separates
+    "  notes/zebra.txt\tREAD_ME\n<script>x=1;</script> a-b_c  ",
+    "Ünïcode naïve café", "mixed ascii and ß", "",
+])
+def test_postgresql_words_are_split_as_fts5_splits_them(text):
+    """The words the tsvector holds: letters and digits, lowercased, one space apart."""
+    assert search.lexemes(text) == " ".join(w.lower() for w in re.findall(r"[^\W_]+", text))
