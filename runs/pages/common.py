@@ -56,12 +56,11 @@ _ALL_BUT_MATERIAL = tuple(f.name for f in Agent._meta.concrete_fields if f.name 
 
 
 def agent_values(run: Run, fields: tuple[str, ...], agent_ids: list[str] | None = None) -> list[Agent]:
-    """The run's agents (of `agent_ids` only, when given) with only `fields` (and pk and their run),
-    as `run.agents.only(*fields)` reads
-    them and three times as fast on a run of 12,206 agents: one query of values, a JSON value several agents
-    share (a surface, an empty tally) decoded once, and each Agent made without Model.__init__ (its field-by-field
-    setup was most of the rest). A field not read is deferred as with only(): reading it costs a query.
-    Shared values are read, never changed."""
+    """The run's agents (of `agent_ids` only, when given) with only `fields` (and pk and their run), as
+    `run.agents.only(*fields)` reads them and three times as fast on a run of 12,206 agents: one query of values,
+    a JSON value several agents share (a surface, an empty tally) decoded once, and each Agent made without
+    Model.__init__ (its field-by-field setup was most of the rest). A field not read is deferred as with
+    only(): reading it costs a query. Shared values are read, never changed."""
     names = [Agent._meta.get_field(n) for n in fields]
     json_fields = {f.attname for f in names if isinstance(f, JSONField)}
     attnames = [f.attname for f in names]
