@@ -177,7 +177,7 @@ class Side:
             docs = self.report["agents"]
         else:
             docs = agent_docs(run, agent_ids, timing=False)
-            usage = usage.filter(agent_id__in=agent_ids)
+            usage = usage.filter(agent_id__in=[doc["agentId"] for doc in docs])
         usage = dict(usage.values_list("agent_id", "usage"))
         facts = RunFacts.objects.filter(run=run).first() or run_facts.refresh(run)
         self.agents = [{"doc": doc, "figures": agent_figures(doc, usage.get(doc["agentId"]),

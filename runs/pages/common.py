@@ -67,7 +67,9 @@ def agent_values(run: Run, fields: tuple[str, ...], agent_ids: list[str] | None 
     db = router.db_for_read(Agent)
     decoded = {None: None}
     out = []
-    agents = run.agents if agent_ids is None else run.agents.filter(agent_id__in=agent_ids)
+    agents = run.agents
+    if agent_ids is not None:  # an id holding a NUL names no agent (and PostgreSQL text cannot hold one to look for)
+        agents = agents.filter(agent_id__in=[i for i in agent_ids if "\x00" not in i])
     for pk, *values in agents.values_list(
             "pk", *[Cast(a, TextField()) if a in json_fields else a for a in attnames]):
         agent = Agent.__new__(Agent)

@@ -2,6 +2,7 @@
 names exactly that change, and every delta is the difference of the two reports."""
 
 import json
+import re
 from collections import Counter
 from datetime import datetime
 
@@ -147,6 +148,18 @@ def test_an_agents_document_read_alone_is_its_document_in_the_report(stream):
     assert any(doc["predecessor"] for doc in report["agents"]) == (stream in ("multi_agent", "legacy"))
     for doc in report["agents"]:
         assert agent_docs(run, [doc["agentId"]]) == [doc]
+
+
+def test_an_agents_page_compares_it_with_another_agent_of_its_run_or_another(viewer_client):
+    run, _ = import_stream(STREAMS / "multi_agent.ndjson", "arms")
+    other = next(a for a in run.agents.values_list("agent_id", flat=True) if a != "root")
+    html = viewer_client.get(reverse("runs:agent", args=[run.pk, "root"])).content.decode()
+    form = re.search(r'<form method="get" action="([^"]*)" class="compare-with".*?</form>', html, re.S)
+    assert form and form.group(1) == reverse("runs:compare")
+    sent = dict(re.findall(r'name="(\w+)"(?: value="([^"]*)")?', form.group(0)))
+    assert sent == {"a": str(run.pk), "agent_a": "root", "agent_b": "", "b": str(run.pk)}  # this run, by default
+    page = viewer_client.get(form.group(1), {**sent, "agent_b": other})
+    assert page.status_code == 200 and "The two agents" in page.content.decode()
 
 
 def test_two_agents_comparison_reads_two_agents():

@@ -23,6 +23,9 @@ def test_odd_values_in_every_list_and_analysis_parameter(viewer_client):
             assert viewer_client.get(reverse("runs:analysis"), {key: value}).status_code == 200, (key, value)
         assert viewer_client.get(reverse("runs:analysis"), {"group": value}).status_code == 400
         assert viewer_client.get(reverse("runs:compare"), {"a": value, "b": value}).status_code == 404
+        run = Run.objects.get(name="odd-100%").pk
+        assert viewer_client.get(reverse("runs:compare"), {"a": run, "b": run, "agent_a": value,
+                                                           "agent_b": "root"}).status_code == 404, value
     # LIKE wildcards are searched as characters.
     assert [n for n, _ in rows(viewer_client.get(reverse("runs:list"), {"q": "%"}).content, "data-run")] == ["odd-100%"]
     assert rows(viewer_client.get(reverse("runs:list"), {"q": "_"}).content, "data-run") == []
