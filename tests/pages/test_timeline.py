@@ -208,3 +208,34 @@ def test_a_run_of_hundreds_of_agents_is_drawn_two_hundred_lanes_at_a_time(viewer
     assert f'href="/runs/{run.pk}/agents/a{n - 1:03d}/turns/1/"' in last
     assert re.search(r'id="zoom-in" href="\?start=[\d.]+&amp;end=[\d.]+&amp;lanes=400"', last)
     assert 'id="lanes-earlier" href="?lanes=200"' in last
+
+
+def test_a_chunk_reads_the_buckets_of_its_own_agents_only():
+    """A coarse level's bucket holds every agent active in its span: the fold of a chunk touching one
+    agent reads that agent's bucket rows, not the run's (a run of 12,000 incarnations read 60,000 a
+    chunk)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from runs.ingest import writer as ingest
+    from runs.models import Run
+
+    def stamp(ms):
+        return f"2026-07-24T04:00:00.{ms:03d}Z"
+
+    records = []
+    for i in range(60):
+        records += [{"type": "agent_spawned", "agentId": f"a{i:03d}", "timestamp": stamp(i)},
+                    {"type": "turn_started", "agentId": f"a{i:03d}", "turn": 1, "timestamp": stamp(i)},
+                    {"type": "tool_call", "agentId": f"a{i:03d}", "name": "read_file", "timestamp": stamp(i + 1)}]
+    run = Run.objects.create(name="shared-buckets")
+    ingest.append(run, records)
+    with CaptureQueriesContext(connection) as queries:
+        ingest.append(run, [{"type": "tool_call", "agentId": "a007", "name": "shell", "timestamp": stamp(500)}])
+    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and '"runs_timelinebucket"' in q["sql"]]
+    read = set()
+    with connection.cursor() as cursor:
+        for sql in reads:
+            cursor.execute(sql)
+            read |= {row[1] for row in cursor.fetchall()}  # (pk, agent_id, ...)
+    assert reads and read == {"a007"}
