@@ -132,10 +132,7 @@ def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None, peaks: d
         facts = RunFacts(run=run)
     # A run stored before this table existed has records no chunk here brought.
     full = chunk is None or (new and run.last_seq > len(chunk))
-    if agents is None:
-        agents = list(run.agents.defer(*_UNREAD_AGENT_FIELDS))
-    else:
-        agents = sorted(agents, key=_AGENT_ORDER)
+    agents = read_agents(run) if agents is None else sorted(agents, key=_AGENT_ORDER)
     types = {c[0] for c in chunk} if not full else set()
     if full or types & DIVERGENCE_TYPES:
         facts.divergences = len(run_divergences(run, agents, run_holdings(run, agents)))
@@ -192,10 +189,17 @@ def _finite_int(value):
     return int(value) if value is not None and abs(value) < 2 ** 63 else None
 
 
-def after_chunk(run: Run, classified, refusals=(), agents=None) -> None:
+def read_agents(run: Run) -> list[Agent]:
+    """Every agent of the run with what the facts read of it."""
+    return list(run.agents.defer(*_UNREAD_AGENT_FIELDS))
+
+
+def after_chunk(run: Run, classified, refusals=(), agents=None) -> list[Agent] | None:
     """The write path's call, after a chunk's projections are flushed (same transaction):
     `classified` is its ``[(type, record, agentId, timestamp, operation, tool, ok, failure)]``,
-    `refusals` the RefusalRows its fold stored, `agents` the fold's (`Folded.agents`).
+    `refusals` the RefusalRows its fold stored, `agents` the fold's (`Folded.agents`). Returns the
+    run's agents as folded here (read when the fold held only some: a run's first append in a
+    process), for the write path to carry to the next chunk's fold.
 
     The facts are a derived read model: a fault folding them (a record shape nothing foresaw) is
     logged and leaves them behind the run (`manage.py refresh_facts` finds it) rather than costing
@@ -203,10 +207,12 @@ def after_chunk(run: Run, classified, refusals=(), agents=None) -> None:
     reads, the same the pages make, need.)"""
     last_ts = next((c[3] for c in reversed(classified) if c[3]), None)
     try:
+        agents = read_agents(run) if agents is None else agents
         refresh(run, chunk=classified, last_timestamp=last_ts or _last_timestamp(run), refusals=refusals,
                 agents=agents)
     except Exception:
         log.exception("run %s: the runs list's facts could not be folded", run.pk)
+    return agents
 
 
 def _last_timestamp(run: Run) -> str:

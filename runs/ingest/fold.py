@@ -94,7 +94,8 @@ def fold(run: Run, rows, *, save_run: bool = True, extra_run_fields=(), pool: fo
     projection rows, writing each touched row once. Inside the caller's transaction, with `run`
     locked and fresh; `save_run` saves its rolled-up fields (and `extra_run_fields`). `pool`: the
     message pool the fold of the chunk just before left (`fold_pool.Pool`), when nothing has folded
-    into the run since; `known`: that fold's agents (`Folded.agents`), on the same terms."""
+    into the run since; `known`: every agent of the run as that chunk left them (its `Folded.agents`,
+    or those the facts read after it), on the same terms."""
     projector = Projector(run, pool, first=rows[0].seq == 1 if rows else False)
     projector.preload([r.event.record for r in rows if r.event.record is not None])
     roster = fold_refusals.Roster(run)

@@ -133,8 +133,6 @@ class _Import:
             pool, known = _carried(run, len(rows)) if rows else (None, None)
             folded = fold(run, rows, extra_run_fields=("last_seq", "rejected_count"), pool=pool, known=known)
             if rows:
-                transaction.on_commit(lambda key=_carry_key(run), seq=run.last_seq, left=(folded.pool, folded.agents):
-                                      _keep(key, seq, left))
                 now = connection.ops.adapt_datetimefield_value(timezone.now())
                 _insert_events(
                     (run.pk, seq, e.type, e.agent_id, e.timestamp, now, line.raw, digest, e.operation, e.tool_name,
@@ -145,8 +143,12 @@ class _Import:
                 checkpoints.record(run.pk, rows[0].seq - 1, [(seq, e.type, e.agent_id) for seq, e in rows])
                 if self.result.first_seq is None:
                     self.result.first_seq = rows[0].seq
-            # What the runs list filters on (the log too).
-            run_facts.after_chunk(run, [row.event for row in rows], refusals=folded.refusals, agents=folded.agents)
+            # What the runs list filters on (the log too); its agents ride to the next chunk's fold.
+            agents = run_facts.after_chunk(run, [row.event for row in rows], refusals=folded.refusals,
+                                           agents=folded.agents)
+            if rows:
+                transaction.on_commit(lambda key=_carry_key(run), seq=run.last_seq, left=(folded.pool, agents):
+                                      _keep(key, seq, left))
 
             self.result.stored += len(rows)
             self.result.rejected += len(rejected)

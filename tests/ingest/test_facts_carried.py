@@ -48,3 +48,19 @@ def test_facts_folded_from_the_carried_agents_equal_a_fold_of_the_whole_run(chun
                   chunk_lines=chunk_lines)
     incremental = _facts(run)
     assert incremental["seq"] == 342 and incremental == _whole(run)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_process_that_carries_nothing_reads_every_agent_once_then_carries_them():
+    """A run's first append in a process (a restarted server, a live run's next POST) has no agents
+    carried: its facts read every agent, and those ride to the next append, which reads none but its
+    own (each one-record append of a 12,620-agent run read them all: ~1 s)."""
+    run = Run.objects.create(name="restarted")
+    ingest.append(run, _crowd(30))
+    ingest._CARRIED.clear()  # as in a new process
+    one = [{"type": "turn_started", "agentId": "crowd-3", "turn": 2}]
+    for reads_all in (True, False, False):
+        with CaptureQueriesContext(connection) as read:
+            ingest.append(run, one)
+        assert _reads_every_agent(read.captured_queries) is reads_all
+    assert _facts(run) == _whole(run)
