@@ -68,10 +68,13 @@ def test_a_feed_row_opens_its_record_which_opens_its_other_half_and_back(page, c
 def test_a_failed_program_row_opens_the_program_with_its_failing_line(page, console_server, runs):
     base = f"{console_server.url}/runs/{runs['authored']}"
     page.set_viewport_size({"width": 1400, "height": 1000})
+    from playwright.sync_api import expect
+
     page.goto(f"{base}/feed/?kind=program")
     row = page.locator("#feed-rows .feed-row.tone-fail").first
-    row.wait_for()
-    assert "KeyError: 'b'" in row.inner_text() and "turn 3" in row.inner_text()
+    # Its text, once drawn: a CI run read it empty while the ended run's rows were being drawn.
+    expect(row).to_contain_text("KeyError: 'b'")
+    expect(row).to_contain_text("turn 3")
     row.click()
     page.wait_for_url(f"{base}/events/*/")
     failing = page.locator("ol.source li.failing")
