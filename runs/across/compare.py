@@ -171,14 +171,14 @@ class Side:
 
     def __init__(self, run: Run, agent_ids: list[str] | None = None):
         self.run = run
-        usage = Agent.objects.filter(run=run)
+        rows = Agent.objects.filter(run=run)
         if agent_ids is None:
             self.report = build_report(run, timing=False)  # the figures below read no latency
             docs = self.report["agents"]
         else:
             docs = agent_docs(run, agent_ids, timing=False)
-            usage = usage.filter(agent_id__in=[doc["agentId"] for doc in docs])
-        usage = dict(usage.values_list("agent_id", "usage"))
+            rows = rows.filter(agent_id__in=[doc["agentId"] for doc in docs])
+        usage = dict(rows.values_list("agent_id", "usage"))
         facts = RunFacts.objects.filter(run=run).first() or run_facts.refresh(run)
         self.agents = [{"doc": doc, "figures": agent_figures(doc, usage.get(doc["agentId"]),
                                                              facts.peak_context.get(doc["agentId"]))}
@@ -241,8 +241,10 @@ class NoSuchAgent(LookupError):
 
 def compare_agents(a: Run, agent_a: str, b: Run, agent_b: str) -> dict:
     """Two agents of one run or of two: their profiles' diff and their figures side by side."""
-    sa = Side(a, [agent_a] if b.pk != a.pk else [agent_a, agent_b])
-    sb = sa if b.pk == a.pk else Side(b, [agent_b])
+    if a.pk == b.pk:
+        sa = sb = Side(a, [agent_a, agent_b])
+    else:
+        sa, sb = Side(a, [agent_a]), Side(b, [agent_b])
     x, y = sa.agent(agent_a), sb.agent(agent_b)
     for run, agent_id, found in ((a, agent_a, x), (b, agent_b, y)):
         if found is None:
