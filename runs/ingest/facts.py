@@ -72,11 +72,6 @@ def _note_peak(peaks: dict, agent_id: str, rec: dict) -> None:
         peaks[agent_id] = total
 
 
-def _counts(value) -> dict:
-    return {str(k): v for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} if isinstance(
-        value, dict) else {}
-
-
 # Agent columns no figure here reads (the biggest JSON among them): not decoded on every chunk.
 _UNREAD_AGENT_FIELDS = ("last_breakdown", "withheld", "api_tools", "error_facts", "error_types", "brief",
                         "returned", "tools", "cwd", "material")
@@ -88,6 +83,20 @@ def add_counts(into: dict, counts: dict) -> None:
     """Sum {key: n} into `into` (a plain loop: Counter.update costs more over 10,000 agents)."""
     for k, n in counts.items():
         into[k] = into.get(k, 0) + n
+
+
+def _add_numbers(into: dict, value, prefix: str = "") -> None:
+    """Sum the numbers of `value`, a JSON object off an agent row, into `into` under their keys
+    (prefixed): anything else, or a value in it that is no number, adds nothing. In place, no copy
+    made: the sums run over every agent of the run on every chunk."""
+    if value and isinstance(value, dict):
+        for k, n in value.items():
+            if isinstance(n, (int, float)) and not isinstance(n, bool):
+                key = f"{prefix}{k}"
+                into[key] = into.get(key, 0) + n
+
+
+BANDS = ("docs_view", "search_results")  # the context bands a cohort sums
 
 
 def cohorts(agents: list[Agent], refusals: dict) -> list[dict]:
@@ -103,17 +112,18 @@ def cohorts(agents: list[Agent], refusals: dict) -> list[dict]:
         if c is None:
             c = out[key] = {**dict(zip(COHORT_KEY, key)), "agents": 0, "turns": 0, "errorTurns": 0,
                             "errorTurnsByKind": {}, "calls": {}, "refusals": {}, "failures": {},
-                            "bands": {"docs_view": 0, "search_results": 0}, "cost": None}
+                            "bands": dict.fromkeys(BANDS, 0), "cost": None}
         c["agents"] += 1
         c["turns"] += agent.turns
         c["errorTurns"] += agent.error_turn_count
-        add_counts(c["errorTurnsByKind"], _counts(agent.error_turns))
-        add_counts(c["calls"], _counts(agent.surface_calls))
-        add_counts(c["refusals"], refusals.get(agent.agent_id, {}))
-        add_counts(c["failures"], {f"api {k}": v for k, v in _counts(agent.api_failures).items()})
-        add_counts(c["failures"], {f"tool {k}": v for k, v in _counts(agent.tool_failures).items()})
-        bands = _counts(agent.context_bands)
-        add_counts(c["bands"], {b: bands.get(b, 0) for b in c["bands"]})
+        _add_numbers(c["errorTurnsByKind"], agent.error_turns)
+        _add_numbers(c["calls"], agent.surface_calls)
+        _add_numbers(c["refusals"], refusals.get(agent.agent_id))
+        _add_numbers(c["failures"], agent.api_failures, "api ")
+        _add_numbers(c["failures"], agent.tool_failures, "tool ")
+        bands = agent.context_bands
+        if bands and isinstance(bands, dict):
+            _add_numbers(c["bands"], {b: bands[b] for b in BANDS if b in bands})
         if cost is not None:
             c["cost"] = (c["cost"] or 0) + cost
     return list(out.values())
