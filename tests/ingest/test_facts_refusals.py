@@ -67,20 +67,23 @@ def test_refusals_far_apart_agree_between_the_facts_and_the_page(chunk_lines):
     """Refusals more than 5,000 events apart (the facts once read a 5,000-row window): the run's
     facts and the page count every one, each line matched to its result in either order, across
     chunks, and a failed call no line names (not `unavailable`) counted nowhere."""
-    stream = synthetic_stream(8)  # its surface: root is a Python code agent
-    stream = [r for r in stream if r["type"] != "log"]
+    parts = [[r for r in synthetic_stream(8) if r["type"] != "log"]]  # its surface: root is a Python code agent
     for turn in range(1, 4):
-        stream.append({"type": "turn_started", "agentId": "root"})
-        stream += _refusing(turn, "board.create_issue", "refused", line_first=turn % 2 == 1, message="read-only")
-        stream += _refusing(turn, "board.create_issue", "unavailable", line_first=False, message="not offered")
-        stream.append({"type": "api_result", "agentId": "root", "operation": "files.read_file", "ok": False,
-                       "failure": "not-found"})
-        stream.append({"type": "api_result", "agentId": "root", "operation": "shell.shell", "ok": False,
-                       "failure": "unavailable"})  # no line: still refused
-        stream += [{"type": "turn_started", "agentId": "t1"},
-                   *({"type": "tool_call", "agentId": "t1", "name": "read_file", "args": {}} for _ in range(6000))]
+        refusals = [{"type": "turn_started", "agentId": "root"}]
+        refusals += _refusing(turn, "board.create_issue", "refused", line_first=turn % 2 == 1, message="read-only")
+        refusals += _refusing(turn, "board.create_issue", "unavailable", line_first=False, message="not offered")
+        refusals.append({"type": "api_result", "agentId": "root", "operation": "files.read_file", "ok": False,
+                         "failure": "not-found"})
+        refusals.append({"type": "api_result", "agentId": "root", "operation": "shell.shell", "ok": False,
+                         "failure": "unavailable"})  # no line: still refused
+        parts += [refusals, [{"type": "turn_started", "agentId": "t1"},
+                             *({"type": "tool_call", "agentId": "t1", "name": "read_file", "args": {}} for _ in range(6000))]]
     run = Run.objects.create(name="far-apart")
-    ingest.append(run, stream, chunk_lines=chunk_lines)
+    if chunk_lines >= sum(map(len, parts)):
+        ingest.append(run, [r for part in parts for r in part], chunk_lines=chunk_lines)
+    else:  # the refusals chunk by chunk, the 6,000 calls between them a chunk each (not 6,000 transactions)
+        for part in parts:
+            ingest.append(run, part, chunk_lines=chunk_lines if len(part) < 6000 else 6001)
     run = Run.objects.get(pk=run.pk)
     assert run.last_seq > 18_000
     want = {"root": {"board.create_issue": 6, "shell.shell": 3}}
