@@ -8,9 +8,11 @@ from datetime import datetime
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs.across.compare import Side, refused_by_operation, structural_diff
+from runs.across.compare import Side, compare_runs, refused_by_operation, structural_diff
 from runs.across.views import PAIRS_SHOWN, UNPAIRED_SHOWN
 from runs.demo import DEMO_DIR
 from runs.ingest import writer as ingest
@@ -189,12 +191,6 @@ def test_structural_diff_matches_lists_by_name_and_scalars_as_sets():
 
 
 def test_compare_queries_do_not_grow_with_events(viewer_client):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from runs.ingest import writer as ingest
-    from tests.pages_helpers import synthetic_stream
-
     def count(n):
         a, b = Run.objects.create(name=f"a{n}"), Run.objects.create(name=f"b{n}")
         ingest.append(a, synthetic_stream(n))
@@ -320,3 +316,17 @@ def test_two_runs_of_many_agents_list_the_first_pairs_and_unpaired_and_count_the
     assert "120 only in a, 3 only in b" in html
     whole = viewer_client.get(reverse("runs:api_compare") + "?" + query).json()
     assert len(whole["pairs"]) == 60 and len(whole["unpairedA"]) == 120
+
+
+def test_a_run_compared_with_itself_reads_its_report_once():
+    """Each side is read off its run's report; a run beside itself is one side, built once."""
+    run, twin = Run.objects.create(name="itself"), Run.objects.create(name="twin")
+    for r in (run, twin):
+        ingest.append(r, synthetic_stream(300))
+    with CaptureQueriesContext(connection) as two:
+        compare_runs(run, twin)
+    with CaptureQueriesContext(connection) as one:
+        beside = compare_runs(run, run)
+    assert len(one.captured_queries) < 0.6 * len(two.captured_queries)
+    figures = beside["total"] + [row for pair in beside["pairs"] for row in pair["figures"]]
+    assert beside["pairs"] and all(row["a"] == row["b"] and row["delta"] in (0, None) for row in figures)
