@@ -15,6 +15,7 @@ from runs.models import Agent, Run, RunFacts
 from runs.stream.profiles import find_profile
 from runs.stream.usage import TOKEN_CLASSES
 from runs.pages.report import agent_docs, build_report
+from runs.pages.run_selectors import run_liveness
 
 LIST_KEYS = ("slug", "id", "agent", "name", "kind")  # what names an entry of a list of objects
 
@@ -179,7 +180,7 @@ class Side:
             docs = agent_docs(run, agent_ids, timing=False)
             rows = rows.filter(agent_id__in=[doc["agentId"] for doc in docs])
         usage = dict(rows.values_list("agent_id", "usage"))
-        facts = RunFacts.objects.filter(run=run).first() or run_facts.refresh(run)
+        self.facts = facts = RunFacts.objects.filter(run=run).first() or run_facts.refresh(run)
         self.agents = [{"doc": doc, "figures": agent_figures(doc, usage.get(doc["agentId"]),
                                                              facts.peak_context.get(doc["agentId"]))}
                        for doc in docs]
@@ -216,8 +217,12 @@ def _agent_ref(run: Run, agent: dict) -> dict:
             "executionMode": doc["executionMode"], "modelId": doc["modelId"], "turns": doc["turns"]}
 
 
-def _run_ref(run: Run) -> dict:
-    return {"id": run.pk, "name": run.name, "status": run.status, "source": run.source}
+def _run_ref(side: Side) -> dict:
+    """The run as the runs list and its header name it: `state` is its status, or "stale" (a running
+    run no record reached for a while) or "queued" (run_selectors.run_liveness)."""
+    run = side.run
+    return {"id": run.pk, "name": run.name, "status": run.status,
+            "state": run_liveness(run, side.facts.last_event_at)["state"], "source": run.source}
 
 
 def compare_runs(a: Run, b: Run) -> dict:
@@ -226,7 +231,7 @@ def compare_runs(a: Run, b: Run) -> dict:
     pairs, only_a, only_b = pair_agents(sa.agents, sb.agents)
     return {
         "kind": "runs",
-        "a": _run_ref(a), "b": _run_ref(b),
+        "a": _run_ref(sa), "b": _run_ref(sb),
         "declared": structural_diff(declared(a), declared(b)),
         "total": side_by_side(sa.figures, sb.figures),
         "pairs": [{"a": _agent_ref(a, x), "b": _agent_ref(b, y), "figures": side_by_side(x["figures"], y["figures"])}
@@ -252,7 +257,7 @@ def compare_agents(a: Run, agent_a: str, b: Run, agent_b: str) -> dict:
             raise NoSuchAgent(f"Run {run.name!r} has no agent {agent_id!r}.")
     return {
         "kind": "agents",
-        "a": _run_ref(a), "b": _run_ref(b),
+        "a": _run_ref(sa), "b": _run_ref(sb),
         "agentA": _agent_ref(a, x), "agentB": _agent_ref(b, y),
         "declared": structural_diff(sa.profile(x["doc"]["profileId"]), sb.profile(y["doc"]["profileId"])),
         "figures": side_by_side(x["figures"], y["figures"]),

@@ -99,6 +99,12 @@ def test_stale_is_a_running_run_nothing_wrote_to_for_a_while_as_its_header_says(
     Event.objects.filter(run=run).update(received_at=since)
     header = viewer_client.get(reverse("runs:header", args=[run.pk])).content.decode()
     assert ">stale</span>" in header and f"no record since {since:%Y-%m-%d %H:%M:%S} UTC" in header
+    # So does a comparison, on its page and in its JSON (whose status is the stored one still).
+    page = viewer_client.get(reverse("runs:compare"), {"a": run.pk, "b": run.pk}).content.decode()
+    assert all(">stale</span>" in page.split(f'id="side-{side}"')[1].split("</td>")[0] for side in "ab")
+    compared = viewer_client.get(reverse("runs:api_compare"), {"a": run.pk, "b": corpus["echo-mock"].pk}).json()
+    assert (compared["a"]["state"], compared["a"]["status"]) == ("stale", "running")
+    assert compared["b"]["state"] == compared["b"]["status"] == corpus["echo-mock"].status
     # A queued run reads queued in its header however long it waits (no session_started yet), and
     # in the list; the filter takes running runs only. A run that ended is never stale.
     queued = Run.objects.create(name="queued-long-ago", status=Run.Status.QUEUED)
