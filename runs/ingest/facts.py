@@ -79,18 +79,13 @@ _AGENT_ORDER = operator.attrgetter(*Agent._meta.ordering)  # the order `run.agen
 COHORT_KEY = ("profile", "model", "mode", "language", "docViewTypes")
 
 
-def add_counts(into: dict, counts: dict) -> None:
-    """Sum {key: n} into `into` (a plain loop: Counter.update costs more over 10,000 agents)."""
-    for k, n in counts.items():
-        into[k] = into.get(k, 0) + n
-
-
-def _add_numbers(into: dict, value, prefix: str = "") -> None:
-    """Sum the numbers of `value`, a JSON object off an agent row, into `into` under their keys
-    (prefixed): anything else, or a value in it that is no number, adds nothing. In place, no copy
-    made: the sums run over every agent of the run on every chunk."""
-    if value and isinstance(value, dict):
-        for k, n in value.items():
+def add_counts(into: dict, counts, prefix: str = "") -> None:
+    """Sum the numbers of `counts` ({key: n}, a JSON object off an agent row or a cohort) into `into`
+    under their keys (prefixed): anything else, or a value in it that is no number, adds nothing. A
+    plain loop in place, no copy made: the cohorts run over every agent of a run on every chunk
+    (Counter.update cost more over 10,000 agents)."""
+    if counts and isinstance(counts, dict):
+        for k, n in counts.items():
             if isinstance(n, (int, float)) and not isinstance(n, bool):
                 key = f"{prefix}{k}"
                 into[key] = into.get(key, 0) + n
@@ -116,14 +111,14 @@ def cohorts(agents: list[Agent], refusals: dict) -> list[dict]:
         c["agents"] += 1
         c["turns"] += agent.turns
         c["errorTurns"] += agent.error_turn_count
-        _add_numbers(c["errorTurnsByKind"], agent.error_turns)
-        _add_numbers(c["calls"], agent.surface_calls)
-        _add_numbers(c["refusals"], refusals.get(agent.agent_id))
-        _add_numbers(c["failures"], agent.api_failures, "api ")
-        _add_numbers(c["failures"], agent.tool_failures, "tool ")
+        add_counts(c["errorTurnsByKind"], agent.error_turns)
+        add_counts(c["calls"], agent.surface_calls)
+        add_counts(c["refusals"], refusals.get(agent.agent_id))
+        add_counts(c["failures"], agent.api_failures, "api ")
+        add_counts(c["failures"], agent.tool_failures, "tool ")
         bands = agent.context_bands
         if bands and isinstance(bands, dict):
-            _add_numbers(c["bands"], {b: bands[b] for b in BANDS if b in bands})
+            add_counts(c["bands"], {b: bands[b] for b in BANDS if b in bands})
         if cost is not None:
             c["cost"] = (c["cost"] or 0) + cost
     return list(out.values())
