@@ -8,15 +8,17 @@ first moment; a spawn as a dotted link from the spawner. Zooming narrows the win
 `end`, milliseconds from the run's first stamp); blocks narrower than a pixel merge, and ticks
 share a pixel, so the picture stays readable at thousands of turns and its markup stays a few hundred
 elements a lane. The same few queries whatever the run, reading the fold's lanes and either the
-turns in the window or, when it holds thousands, its buckets a few pixels wide (`lanes_data`).
+turns in the window or, when it holds thousands, its buckets a few pixels wide, or, in a lane of a
+turn a pixel or more, buckets four times as wide, whose blocks merge up to 24 px (`lanes_data`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import reduce
 from itertools import compress
 from math import floor
-from operator import gt, itemgetter
+from operator import gt, itemgetter, or_
 
 from django.db import connection
 from django.db.models import Max, Min, OuterRef, Q, Subquery
@@ -37,8 +39,9 @@ LANE = 26
 PAD_TOP = 28
 DENSE = 1500  # turns in the window beyond which it is read by bucket
 LANES_SHOWN = 200  # lanes a page draws: a run of thousands of agents is drawn 200 lanes at a time
-PHASES = 32  # a bucket's slots placed to a 32nd of a pixel
 STROKES = [f"M{px} {LANE - 6}V{LANE - 1}" for px in range(WIDTH + 1)]  # a tick in column px
+OFF = WIDTH + 1  # the column of ticks off the window (STROKES has none for it)
+BITS = bytes.maketrans(b"01", b"\0\1")  # a mask's binary digits as false and true bytes
 
 
 def _float(value):
@@ -71,17 +74,30 @@ def _window_level(pixel_ms):
     return level if 2 ** level < 8 * pixel_ms else None
 
 
+def _slot_columns(level, a, z, scale):
+    """(the first bucket of `level` in the window [a, z], [the column of each slot of the window's
+    buckets in order]): a slot's tick at its middle, rounded; OFF outside the window."""
+    width = 2 ** level
+    first = floor(a / width)
+    step = width / SLOTS * scale
+    x = (first * width - a) * scale + step / 2 + 0.5
+    return first, [c if 0 <= c <= WIDTH else OFF
+                   for c in (floor(x + s * step) for s in range((floor(z / width) - first + 1) * SLOTS))]
+
+
 def _lane() -> dict:
-    """A lane with nothing drawn in it yet: its ticks are a byte a pixel column, calls' then failures'."""
-    return {"turns": [], "ticks": (bytearray(WIDTH + 1), bytearray(WIDTH + 1)), "waits": [], "first": None, "last": None}
+    """A lane with nothing drawn in it yet: its ticks are a byte a pixel column, calls' then failures'
+    (and one past the last column, OFF, that takes a bucket's slots outside the window: never drawn)."""
+    return {"turns": [], "ticks": (bytearray(OFF + 1), bytearray(OFF + 1)), "waits": [], "first": None, "last": None,
+            "widest": 6}  # px a block of merged turns grows to (`_blocks`)
 
 
 def lanes_data(run: Run, start=None, end=None, agent_ids=None):
     """({agent_id: lane}, (lo, hi, total)): each lane's turns, ticks, waits and first/last moments in
     ms from the run's start (`_lane`), over the window [lo, hi] (the whole run unless zoomed), read off
     the fold's lanes, spans and buckets (runs.ingest.fold_spans), never the log. A window holding more
-    than DENSE turns is read by bucket of a few pixels (WIDTH / 2 rows a lane at most); a sparser one by
-    turn, in the same number of queries. `agent_ids`: only those agents' lanes (the axis is the whole
+    than DENSE turns is read by bucket of a few pixels (WIDTH / 2 rows a lane at most; WIDTH / 8 in a
+    saturated lane); a sparser one by turn, in the same number of queries. `agent_ids`: only those agents' lanes (the axis is the whole
     run's still)."""
     lanes = defaultdict(_lane)
     t0 = epoch_ms(run.started_at)
@@ -114,35 +130,51 @@ def lanes_data(run: Run, start=None, end=None, agent_ids=None):
         # (start, end, first turn, last turn, error, turns): a bucket's thousands are tuples, not dicts
         lanes[agent_id]["turns"].append((begun - t0, until - t0, first, to, error, turns))
 
+    share = (hi - lo) / max(total, 1e-3)  # of the run in the window: a lane's turns in it, evenly spread
     level = _window_level((hi - lo) / WIDTH)
-    dense = level is not None and sum(row.turn for row in rows) * (hi - lo) / max(total, 1e-3) > DENSE
+    dense = level is not None and sum(row.turn for row in rows) * share > DENSE
     spans = TurnSpan.objects.filter(run=run)
     buckets = TimelineBucket.objects.filter(run=run)
     waits = WaitSpan.objects.filter(run=run)
     if agent_ids is not None:
         spans, buckets, waits = (q.filter(agent_id__in=agent_ids) for q in (spans, buckets, waits))
     if dense:
-        width = 2 ** level
-        first = floor(a / width)
-        buckets = buckets.filter(level=level, b__gte=first, b__lte=floor(z / width))
-        step = width / SLOTS * scale  # a slot in pixels (half one at most)
-        columns = _slot_columns(step)
-        for agent_id, b, n, first_turn, last_turn, begun, until, error, calls, fails in _rows(buckets.values_list(
-                "agent_id", "b", "turns", "first_turn", "last_turn", "start_ms", "end_ms", "error",
+        # A saturated lane (a turn a pixel or more) would draw each of its buckets as one block of
+        # turns: it reads the next level, four times as wide (8 to 32 pixels, slots of two at most),
+        # a quarter of the rows; the other lanes, whose gaps show, read `level`.
+        coarse = level + 2
+        saturated = {row.agent_id for row in rows if row.turn * share >= WIDTH} if coarse in LEVELS else set()
+        read = {}  # level: its lanes; only the levels some lane reads (SQLite scans a level's range whatever its lanes)
+        if len(saturated) < len(rows):
+            read[level] = ~Q(agent_id__in=saturated)
+        if saturated:
+            read[coarse] = Q(agent_id__in=saturated)
+        for agent_id in saturated:  # its blocks merge up to 24 px: a few dozen a lane, links to as many turn ranges
+            lanes[agent_id]["widest"] = 24
+        columns = {k: _slot_columns(k, a, z, scale) for k in read}
+        buckets = buckets.filter(reduce(or_, (Q(level=k, b__gte=columns[k][0], b__lte=floor(z / 2 ** k)) & lanes_at
+                                              for k, lanes_at in read.items())))
+        # Each lane's slots gather in one number, bucket by bucket, then land in their columns at once.
+        # (The loop over the rows is most of a dense window's time: it spares itself calls and lookups.)
+        slots = defaultdict(lambda: [0, 0])  # a lane's calls' and failed results' slots
+        firsts = {k: first for k, (first, _) in columns.items()}
+        for agent_id, k, b, n, first_turn, last_turn, begun, until, error, calls, fails in _rows(buckets.values_list(
+                "agent_id", "level", "b", "turns", "first_turn", "last_turn", "start_ms", "end_ms", "error",
                 "call_slots", "fail_slots")):
             if n:
-                turn(agent_id, first_turn, last_turn, begun, until, error, n)
+                lanes[agent_id]["turns"].append((begun - t0, until - t0, first_turn, last_turn, error, n))
             if calls or fails:
-                x = (b * width - a) * scale + step / 2 + 0.5  # its first slot's middle, rounded as a tick
-                column = floor(x)
-                calls_at, fails_at = lanes[agent_id]["ticks"]
-                for offset, slots in columns[int((x - column) * PHASES)]:
-                    if 0 <= column + offset <= WIDTH:
-                        if calls & slots:
-                            calls_at[column + offset] = 1
-                        if fails & slots:
-                            fails_at[column + offset] = 1
-        a_read = first * width  # turns begun before the first bucket read
+                lane, shift = slots[agent_id], (b - firsts[k]) * SLOTS
+                lane[0] |= calls << shift
+                lane[1] |= fails << shift
+        for agent_id, masks in slots.items():
+            slot_columns = columns[coarse if agent_id in saturated else level][1]
+            for ticks, mask in zip(lanes[agent_id]["ticks"], masks):
+                digits = format(mask, f"0{len(slot_columns)}b")[::-1].encode().translate(BITS)
+                for column in compress(slot_columns, digits):
+                    ticks[column] = 1
+        a_read = floor(a / 2 ** level) * 2 ** level  # turns begun before the first bucket read
+        read_coarse = floor(a / 2 ** coarse) * 2 ** coarse  # (earlier: a saturated lane's buckets hold those after it)
     else:
         for agent_id, n, begun, until, error, ticks in (spans.filter(start_ms__gte=a, start_ms__lte=z)
                                                         .values_list("agent_id", "turn", "start_ms", "end_ms", "error", "ticks")):
@@ -159,6 +191,8 @@ def lanes_data(run: Run, start=None, end=None, agent_ids=None):
                                          end_ms__gt=a)
         for agent_id, n, begun, until, error, ticks in before.values_list(
                 "agent_id", "turn", "start_ms", "end_ms", "error", "ticks"):
+            if dense and agent_id in saturated and begun >= read_coarse:
+                continue
             if n:
                 turn(agent_id, n, n, begun, until, error)
             for ms, failed in read_ticks(ticks) if not dense else ():
@@ -186,22 +220,9 @@ def _rows(values):
         return cursor.fetchall()
 
 
-def _slot_columns(step):
-    """Where a bucket's slots `step` pixels apart fall: for each phase (where in its pixel the first
-    slot's tick falls, in PHASES), [(a column's offset from that pixel's, the bits of the slots in it)]:
-    a few columns a bucket, each tested once against its calls and failures."""
-    table = []
-    for phase in range(PHASES):
-        columns = defaultdict(int)
-        for j in range(SLOTS):
-            columns[floor(phase / PHASES + j * step)] |= 1 << j
-        table.append(list(columns.items()))
-    return table
-
-
-def _blocks(turns, lo, scale, run_pk, agent_id):
-    """Turn blocks in pixels; neighbours narrower than a pixel merge into one block (at most 6 px
-    wide, so a busy lane holds a few hundred blocks whatever its number of turns)."""
+def _blocks(turns, lo, scale, run_pk, agent_id, widest=6):
+    """Turn blocks in pixels; neighbours narrower than a pixel merge into one block (until it is
+    `widest` px wide, so a busy lane holds a few hundred blocks whatever its number of turns)."""
     out, last = [], None  # blocks: [x, w, first turn, last turn, error]
     for start, end, from_turn, to, error, n in turns:
         x0, x1 = (start - lo) * scale, (end - lo) * scale
@@ -209,7 +230,7 @@ def _blocks(turns, lo, scale, run_pk, agent_id):
             continue
         x0, x1 = max(x0, 0), min(x1, WIDTH)
         # A bucket's turns (a pixel or two of them) merge as its turns would, one by one.
-        if last is not None and x1 - x0 < 1.5 * n and x0 - (last[0] + last[1]) < 1 and last[1] < 6:
+        if last is not None and x1 - x0 < 1.5 * n and x0 - (last[0] + last[1]) < 1 and last[1] < widest:
             last[1] = max(last[1], x1 - last[0])
             last[3] = to
             last[4] = last[4] or error
@@ -219,13 +240,14 @@ def _blocks(turns, lo, scale, run_pk, agent_id):
     # A lane's blocks are its bulk (thousands on a long run): markup built here, the agent id and the
     # turn address escaped once a lane, rather than one template node per value.
     base = turn_url_base(run_pk, agent_id)
-    href, who = escape(base), escape(agent_id)
+    link, who = base and f'<a href="{escape(base)}', escape(agent_id)
     markup = []
     for x0, w, from_turn, to, error in out:
-        title = f"{who} turn {from_turn}" + (f"–{to}" if to != from_turn else "") + (" (error)" if error else "")
-        markup.append((f'<a href="{href}{from_turn}/" class="turn-block">' if base else '<a class="turn-block">')
-                      + f'<rect class="turn{" error" if error else ""}" x="{round(x0, 2)}" y="6" '
-                      f'width="{round(w, 2)}" height="{LANE - 12}" data-turn="{from_turn}"><title>{title}</title></rect></a>')
+        turns = f"{from_turn}–{to}" if to != from_turn else from_turn
+        bad = " error" if error else ""
+        markup.append((f'{link}{from_turn}/" class="turn-block">' if link else '<a class="turn-block">')
+                      + f'<rect class="turn{bad}" x="{x0:.2f}" y="6" width="{w:.2f}" height="{LANE - 12}" '
+                      f'data-turn="{from_turn}"><title>{who} turn {turns}{" (error)" if error else ""}</title></rect></a>')
     return mark_safe("".join(markup))
 
 
@@ -265,7 +287,7 @@ def build(run: Run, agents: list[Agent], start=None, end=None, first_lane=None) 
         span_x = [x(v) for v in (lane["first"], lane["last"]) if v is not None]
         rows.append({"agent": agent, "indent": 4 + 10 * row.indent,
                      "depth": row.level if row.level > row.indent else None, "tag": row.tag, "y": y, "turns": agent.turns,
-                     "blocks": _blocks(lane["turns"], lo, scale, run.pk, agent.agent_id), "waits": waits,
+                     "blocks": _blocks(lane["turns"], lo, scale, run.pk, agent.agent_id, lane["widest"]), "waits": waits,
                      "ticks": _ticks(lane["ticks"]), "first": lane["first"],
                      "life": (round(max(min(span_x), 0), 2), round(min(max(span_x), WIDTH), 2)) if span_x else None})
     links = []

@@ -23,13 +23,14 @@ def test_the_timeline_has_one_lane_per_agent_with_turn_links(viewer_client):
     assert viewer_client.get(reverse("runs:timeline", args=(run.pk,)) + "?start=x&end=nan").status_code == 200
 
 
-def stamped_run(name, n):
-    """A run of the synthetic stream's n records, each stamped 1 ms after the one before."""
+def stamped_run(name, n, records=None):
+    """A run of the synthetic stream's n records (or of `records`), each stamped 1 ms after the one before."""
     from runs.ingest import writer as ingest
     from runs.models import Run
     from tests.pages_helpers import synthetic_stream
 
-    records = synthetic_stream(n)
+    records = records or synthetic_stream(n)
+    n = len(records)
     for i, record in enumerate(records):
         s, ms = divmod(i, 1000)
         record["timestamp"] = f"2026-07-24T04:{s // 60:02d}:{s % 60:02d}.{ms:03d}Z"
@@ -104,6 +105,36 @@ def test_a_dense_window_read_by_bucket_draws_what_its_turns_draw(window, monkeyp
         b_covered, b_errors, b_ticks, b_failed = by_bucket[agent]
         assert len(covered) > 1000 and len(ticks | failed) > 1000 and (agent == "t1") == (not failed)
         assert len(covered ^ b_covered) <= 4 and errors == b_errors == set()
+        assert _near(ticks | failed, b_ticks | b_failed, 1) and _near(failed, b_failed, 1)
+
+
+def test_a_saturated_lane_reads_wider_buckets_and_a_sparse_one_beside_it_does_not(monkeypatch):
+    """In a window of a turn a pixel or more a lane (root and t1 here, 1,818 turns over 1,160 px), those
+    lanes read buckets four times as wide and draw a few dozen blocks, the picture their turns draw;
+    a sparse lane in the same window (s1: a 30 ms turn every 300 ms, gaps of ~15 px) reads the finer
+    buckets, so no bucket merges two of its turns across the gap between them."""
+    from runs.pages import timeline
+    from tests.pages_helpers import synthetic_stream
+
+    records = synthetic_stream(20_000)
+    stream = records[:8] + [{"type": "agent_spawned", "agentId": "s1", "parentAgentId": "root", "profileId": "tool",
+                             "modelId": "m", "depth": 1}]
+    for i, record in enumerate(records[8:], 8):
+        if i % 300 in (0, 30):
+            stream.append({"type": "turn_started" if i % 300 == 0 else "turn_timing", "agentId": "s1",
+                           "parentAgentId": "root"})
+        stream.append(record)
+    run = stamped_run("saturated", 0, stream)
+    monkeypatch.setattr(timeline, "DENSE", 10**9)
+    by_turn = _picture(run)
+    monkeypatch.setattr(timeline, "DENSE", 0)
+    by_bucket = _picture(run)
+    blocks = {row["agent"].agent_id: str(row["blocks"]).count('class="turn-block"')
+              for row in timeline.build(run, run.agents.all())["rows"]}
+    assert blocks["s1"] == 66 and all(0 < blocks[agent] <= timeline.WIDTH // 24 + 1 for agent in ("root", "t1"))
+    for agent, (covered, errors, ticks, failed) in by_turn.items():
+        b_covered, b_errors, b_ticks, b_failed = by_bucket[agent]
+        assert 100 < len(covered) and len(covered ^ b_covered) <= 4 and errors == b_errors == set()
         assert _near(ticks | failed, b_ticks | b_failed, 1) and _near(failed, b_failed, 1)
 
 
