@@ -81,8 +81,8 @@ def _slot_columns(level, a, z, scale):
     first = floor(a / width)
     step = width / SLOTS * scale
     x = (first * width - a) * scale + step / 2 + 0.5
-    return first, [c if 0 <= c <= WIDTH else OFF
-                   for c in (floor(x + s * step) for s in range((floor(z / width) - first + 1) * SLOTS))]
+    return first, [c if 0 <= (c := floor(x + s * step)) <= WIDTH else OFF
+                   for s in range((floor(z / width) - first + 1) * SLOTS)]
 
 
 def _lane() -> dict:
