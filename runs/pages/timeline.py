@@ -97,8 +97,8 @@ def lanes_data(run: Run, start=None, end=None, agent_ids=None):
     ms from the run's start (`_lane`), over the window [lo, hi] (the whole run unless zoomed), read off
     the fold's lanes, spans and buckets (runs.ingest.fold_spans), never the log. A window holding more
     than DENSE turns is read by bucket of a few pixels (WIDTH / 2 rows a lane at most; WIDTH / 8 in a
-    saturated lane); a sparser one by turn, in the same number of queries. `agent_ids`: only those agents' lanes (the axis is the whole
-    run's still)."""
+    saturated lane); a sparser one by turn, in the same number of queries. `agent_ids`: only those
+    agents' lanes (the axis is the whole run's still)."""
     lanes = defaultdict(_lane)
     t0 = epoch_ms(run.started_at)
     if t0 is None:
@@ -243,11 +243,11 @@ def _blocks(turns, lo, scale, run_pk, agent_id, widest=6):
     link, who = base and f'<a href="{escape(base)}', escape(agent_id)
     markup = []
     for x0, w, from_turn, to, error in out:
-        turns = f"{from_turn}–{to}" if to != from_turn else from_turn
+        named = f"{from_turn}–{to}" if to != from_turn else from_turn
         bad = " error" if error else ""
         markup.append((f'{link}{from_turn}/" class="turn-block">' if link else '<a class="turn-block">')
                       + f'<rect class="turn{bad}" x="{x0:.2f}" y="6" width="{w:.2f}" height="{LANE - 12}" '
-                      f'data-turn="{from_turn}"><title>{who} turn {turns}{" (error)" if error else ""}</title></rect></a>')
+                      f'data-turn="{from_turn}"><title>{who} turn {named}{" (error)" if error else ""}</title></rect></a>')
     return mark_safe("".join(markup))
 
 
