@@ -32,6 +32,7 @@ FILTERED_MIN, FILTERED_MAX = 25, 2 * PAGE_ROWS
 SCAN_LIMIT = 20_000  # events one request looks at, at most
 STATE_TYPES = ("agent_surface", "session_started")
 TOOL_TYPES = ("tool_call", "tool_result")
+CONTEXT_LINES = tuple(t for t in FOLDED_RECORDS if t not in TOOL_TYPES)  # read with a context event
 
 
 @dataclass
@@ -79,13 +80,37 @@ def render(run_pk, events, flt, multi_from=None):
         context |= Q(type__in=BRACKET_TYPES + TOOL_TYPES, agent_id__in=tools)
     between = Event.objects.filter(context, run_id=run_pk, seq__gte=first, seq__lte=last).exclude(seq__in=keep)
     # Folded in, never shown: a context event carries its line only where the fold reads it (most
-    # of them are the api_call brackets, whose columns say all the fold needs).
-    line = Case(When(type__in=FOLDED_RECORDS, then="raw"), default=Value(""), output_field=TextField())
+    # of them are the api_call brackets, whose columns say all the fold needs), and a tool pair's
+    # only where a shown row reads it: the pair a shown call's bracket holds (`_read_lines`).
+    line = Case(When(type__in=CONTEXT_LINES, then="raw"), default=Value(""), output_field=TextField())
     columns = [line if f == "raw" else f for f in Ev._fields]
-    merged = sorted(events + [Ev._make(e) for e in between.values_list(*columns)])
+    merged = _read_lines(run_pk, sorted(events + [Ev._make(e) for e in between.values_list(*columns)]), keep)
     if state.multi_from is None:
         state.multi_from = multi_from  # a sparse fold does not see every agent arrive
     return [r for r in FeedRenderer(run_pk, state).rows(merged, read_on=True, shown=keep) if flt.keeps(r)]
+
+
+def _read_lines(run_pk, events, shown):
+    """`events` with the lines of the tool pairs inside a bracket whose opening or closing is shown
+    (its call row reads the tool call's arguments, its result row the tool result's summary), read
+    in one query; the other pairs fold from their columns alone. A pair before an agent's first
+    bracket event here may be in a bracket opened earlier: read when that first event is shown."""
+    pending, wanted = {}, set()  # agent -> (its last bracket event's seq, its tool pairs' since)
+    for ev in events:
+        if ev.type in TOOL_TYPES and not ev.raw:
+            pending.setdefault(ev.agent_id, (None, []))[1].append(ev.seq)
+        elif ev.type in BRACKET_TYPES:
+            opened, tools = pending.get(ev.agent_id, (None, []))
+            if tools and (opened in shown or ev.seq in shown):
+                wanted.update(tools)
+            pending[ev.agent_id] = (ev.seq, [])
+    for opened, tools in pending.values():
+        if tools and opened in shown:
+            wanted.update(tools)
+    if not wanted:
+        return events
+    lines = dict(Event.objects.filter(run_id=run_pk, seq__in=wanted).values_list("seq", "raw"))
+    return [ev._replace(raw=lines[ev.seq]) if ev.seq in lines else ev for ev in events]
 
 
 def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):

@@ -84,3 +84,32 @@ def test_the_bridged_tool_is_counted_as_gg_counts_it(viewer_client):
     doc = build_report(run)
     assert doc["agents"][0]["calls"] == 3 and doc["run"]["counts"]["calls"] == 4
     assert {t["name"]: t["calls"] for t in doc["agents"][0]["surface"]["tools"]}["read_file"] == 2
+
+
+def test_a_filtered_page_of_many_brackets_shows_their_rows_as_the_whole_feed_does():
+    """Failed results whose summary is the tool result their bracket absorbed, calls whose arguments
+    are the bridged tool call's, among brackets no row of the page reads: each filtered page's rows
+    are the whole feed's rows for those records."""
+    from runs.feed.html import row_html
+    from runs.feed.state import Ev, FeedState
+    from runs.models import Event
+    from tests.feed.test_feed_window import row_seqs
+
+    records = BRIDGED[:3]
+    for i in range(60):
+        failing = i % 7 == 3
+        records += [{"type": "api_call", "object": "fs", "function": "writeFile"},
+                    {"type": "tool_call", "name": "write_file", "args": {"path": f"{i}.txt"}},
+                    {"type": "tool_result", "name": "write_file", "ok": True, "summary": f"wrote {i}"},
+                    {"type": "api_result", "object": "fs", "function": "writeFile", "ok": not failing},
+                    {"type": "tool_call", "name": "read_file", "args": {"path": f"{i}.md"}},
+                    {"type": "tool_result", "name": "read_file", "ok": i % 5 != 1, "summary": f"read {i}"}]
+    run = stored("bridged-many", records)
+    events = [Ev._make(e) for e in Event.objects.filter(run=run).order_by("seq").values_list(*Ev._fields)]
+    full = {r.seq: r for r in FeedRenderer(run.pk, FeedState.at(run.pk, 0)).rows(events)}
+    for query in ({"failed": ["1"]}, {"kind": ["call"]}, {"kind": ["tool"]}):
+        got = page(run.pk, FeedFilter.parse(query), rows=500)
+        seqs = row_seqs(got.html)
+        assert len(seqs) >= 8 and got.html == "".join(row_html(full[s]) for s in seqs)
+    failed = page(run.pk, FeedFilter.parse({"failed": ["1"]}), rows=500).html
+    assert "fs.writeFile: wrote 3" in failed and "read_file: read 1" in failed
