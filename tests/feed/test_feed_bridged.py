@@ -6,11 +6,14 @@ import pytest
 
 from runs.feed.filters import FeedFilter
 from runs.feed.history import page
+from runs.feed.html import row_html
+from runs.feed.state import Ev, FeedState
 from runs.feed.windows import FeedRenderer
 from runs.ingest.writer import append
-from runs.models import Agent, Run
+from runs.models import Agent, Event, Run
 from runs.pages.agents import agent_surface_counts
 from runs.pages.report import build_report
+from tests.feed_helpers import seqs
 
 pytestmark = pytest.mark.django_db
 
@@ -90,11 +93,6 @@ def test_a_filtered_page_of_many_brackets_shows_their_rows_as_the_whole_feed_doe
     """Failed results whose summary is the tool result their bracket absorbed, calls whose arguments
     are the bridged tool call's, among brackets no row of the page reads: each filtered page's rows
     are the whole feed's rows for those records."""
-    from runs.feed.html import row_html
-    from runs.feed.state import Ev, FeedState
-    from runs.models import Event
-    from tests.feed.test_feed_window import row_seqs
-
     records = BRIDGED[:3]
     for i in range(60):
         failing = i % 7 == 3
@@ -109,7 +107,7 @@ def test_a_filtered_page_of_many_brackets_shows_their_rows_as_the_whole_feed_doe
     full = {r.seq: r for r in FeedRenderer(run.pk, FeedState.at(run.pk, 0)).rows(events)}
     for query in ({"failed": ["1"]}, {"kind": ["call"]}, {"kind": ["tool"]}):
         got = page(run.pk, FeedFilter.parse(query), rows=500)
-        seqs = row_seqs(got.html)
-        assert len(seqs) >= 8 and got.html == "".join(row_html(full[s]) for s in seqs)
+        shown = seqs(got.html)
+        assert len(shown) >= 8 and got.html == "".join(row_html(full[s]) for s in shown)
     failed = page(run.pk, FeedFilter.parse({"failed": ["1"]}), rows=500).html
     assert "fs.writeFile: wrote 3" in failed and "read_file: read 1" in failed

@@ -30,7 +30,6 @@ def stamped_run(name, n, records=None):
     from tests.pages_helpers import synthetic_stream
 
     records = records or synthetic_stream(n)
-    n = len(records)
     for i, record in enumerate(records):
         s, ms = divmod(i, 1000)
         record["timestamp"] = f"2026-07-24T04:{s // 60:02d}:{s % 60:02d}.{ms:03d}Z"
@@ -124,7 +123,7 @@ def test_a_saturated_lane_reads_wider_buckets_and_a_sparse_one_beside_it_does_no
             stream.append({"type": "turn_started" if i % 300 == 0 else "turn_timing", "agentId": "s1",
                            "parentAgentId": "root"})
         stream.append(record)
-    run = stamped_run("saturated", 0, stream)
+    run = stamped_run("saturated", len(stream), stream)
     monkeypatch.setattr(timeline, "DENSE", 10**9)
     by_turn = _picture(run)
     monkeypatch.setattr(timeline, "DENSE", 0)
