@@ -8,13 +8,16 @@ A page is bounded in bytes as a socket window is: it stops after the row that br
 `WINDOW_CHARS` (each field already folded), and says there is more.
 
 A row needs the fold of the log before it (`FeedState`): a page starts from `FeedState.at` its first
-event and, when filtered, folds the events that change what later rows show (surfaces, the session,
-api_call brackets) besides the matching ones.
+event and, when filtered, folds besides the matching ones the events that change what they show: the
+surfaces and the session in its span, and the api_call bracket each call row sits in (`_brackets`),
+a few events a row however far apart its rows are.
 """
 
 from dataclasses import dataclass
 
-from django.db.models import Case, Q, TextField, Value, When
+from django.db import connection
+from django.db.models import BooleanField, Case, OuterRef, Q, Subquery, TextField, Value, When
+from django.db.models.expressions import RawSQL
 
 from runs.feed import search
 from runs.feed.html import row_html
@@ -32,7 +35,6 @@ FILTERED_MIN, FILTERED_MAX = 25, 2 * PAGE_ROWS
 SCAN_LIMIT = 20_000  # events one request looks at, at most
 STATE_TYPES = ("agent_surface", "session_started")
 TOOL_TYPES = ("tool_call", "tool_result")
-CONTEXT_LINES = tuple(t for t in FOLDED_RECORDS if t not in TOOL_TYPES)  # read with a context event
 
 
 @dataclass
@@ -73,44 +75,59 @@ def render(run_pk, events, flt, multi_from=None):
         return [r for r in FeedRenderer(run_pk, state).rows(events, read_on=True) if flt.keeps(r)]
     keep = {e.seq for e in events}
     agents = {e.agent_id for e in events}
-    # Agents whose call rows read a bracket: its opening and closing, and the tool pair it absorbed.
-    tools = {e.agent_id for e in events if e.type in TOOL_TYPES or e.type.startswith("api_")}
-    context = Q(type="session_started") | Q(type="agent_surface", agent_id__in=agents)
-    if tools:
-        context |= Q(type__in=BRACKET_TYPES + TOOL_TYPES, agent_id__in=tools)
-    between = Event.objects.filter(context, run_id=run_pk, seq__gte=first, seq__lte=last).exclude(seq__in=keep)
-    # Folded in, never shown: a context event carries its line only where the fold reads it (most
-    # of them are the api_call brackets, whose columns say all the fold needs), and a tool pair's
-    # only where a shown row reads it: the pair a shown call's bracket holds (`_read_lines`).
-    line = Case(When(type__in=CONTEXT_LINES, then="raw"), default=Value(""), output_field=TextField())
-    columns = [line if f == "raw" else f for f in Ev._fields]
-    merged = _read_lines(run_pk, sorted(events + [Ev._make(e) for e in between.values_list(*columns)]), keep)
+    # The run and the span in each term, so SQLite reads each by an index (with them outside the OR,
+    # it read every event of the span).
+    span = {"run_id": run_pk, "seq__gte": first, "seq__lte": last}
+    between = Q(type="session_started", **span) | Q(type="agent_surface", agent_id__in=agents, **span)
+    context = _with_lines(Event.objects.filter(between).exclude(seq__in=keep))
+    merged = sorted({*events, *context, *_brackets(run_pk, events, keep, first)})  # an event two rows read: once
     if state.multi_from is None:
         state.multi_from = multi_from  # a sparse fold does not see every agent arrive
     return [r for r in FeedRenderer(run_pk, state).rows(merged, read_on=True, shown=keep) if flt.keeps(r)]
 
 
-def _read_lines(run_pk, events, shown):
-    """`events` with the lines of the tool pairs inside a bracket whose opening or closing is shown
-    (its call row reads the tool call's arguments, its result row the tool result's summary), read
-    in one query; the other pairs fold from their columns alone. A pair before an agent's first
-    bracket event here may be in a bracket opened earlier: read when that first event is shown."""
-    pending, wanted = {}, set()  # agent -> (its last bracket event's seq, its tool pairs' since)
-    for ev in events:
-        if ev.type in TOOL_TYPES and not ev.raw:
-            pending.setdefault(ev.agent_id, (None, []))[1].append(ev.seq)
-        elif ev.type in BRACKET_TYPES:
-            opened, tools = pending.get(ev.agent_id, (None, []))
-            if tools and (opened in shown or ev.seq in shown):
-                wanted.update(tools)
-            pending[ev.agent_id] = (ev.seq, [])
-    for opened, tools in pending.values():
-        if tools and opened in shown:
-            wanted.update(tools)
-    if not wanted:
-        return events
-    lines = dict(Event.objects.filter(run_id=run_pk, seq__in=wanted).values_list("seq", "raw"))
-    return [ev._replace(raw=lines[ev.seq]) if ev.seq in lines else ev for ev in events]
+def _with_lines(context):
+    """Context events (folded in, never shown), each with its line only where the fold reads it
+    (a bracket's columns say all the fold needs of it)."""
+    line = Case(When(type__in=FOLDED_RECORDS, then="raw"), default=Value(""), output_field=TextField())
+    return [Ev._make(e) for e in context.values_list(*[line if f == "raw" else f for f in Ev._fields])]
+
+
+def _brackets(run_pk, events, keep, first):
+    """What the shown call rows among `events` read of their agents' api_call brackets (console.md
+    §1.4): for each, its agent's last bracket event before it (from `first` on: the state at `first`
+    holds the earlier ones) and, in a bracket still open, the tool pair it absorbed since; after a
+    shown api_call, the tool call or bracket event that follows it (the bridged arguments). A few
+    events a row, however far apart the rows are."""
+    calls = [e.seq for e in events if e.type in TOOL_TYPES or e.type.startswith("api_")]
+    if not calls:
+        return []
+    mine = Event.objects.filter(run_id=run_pk, agent_id=OuterRef("agent_id"))
+    last_bracket = mine.filter(type__in=BRACKET_TYPES, seq__lt=OuterRef("seq")).order_by("-seq")[:1]
+    following = mine.filter(type__in=("tool_call",) + BRACKET_TYPES, seq__gt=OuterRef("seq")).order_by("seq")[:1]
+    marks = (Event.objects.filter(run_id=run_pk, seq__in=calls)
+             .annotate(opened=Subquery(last_bracket.values("seq")), opener=Subquery(last_bracket.values("type")),
+                       bridged=Case(When(type="api_call", then=Subquery(following.values("seq")))))
+             .values_list("agent_id", "seq", "opened", "opener", "bridged"))
+    wanted, absorbed = set(), []
+    for agent_id, seq, opened, opener, bridged in marks:
+        if opened is not None and opened >= first:
+            wanted.add(opened)
+        if opener == "api_call":
+            absorbed.append((agent_id, max(opened, first - 1), seq))
+        if bridged is not None:
+            wanted.add(bridged)
+    found = _with_lines(Event.objects.filter(run_id=run_pk, seq__in=wanted - keep)) if wanted else []
+    if absorbed:
+        # One term a row, each with the run, so SQLite reads each by an index (a hundred Q objects
+        # cost the page more to build than to read).
+        table = connection.ops.quote_name(Event._meta.db_table)
+        term = (f"({table}.run_id = %s AND {table}.agent_id = %s AND {table}.seq > %s AND {table}.seq < %s"
+                f" AND {table}.type IN (%s, %s))")
+        params = [value for agent_id, lo, hi in absorbed for value in (run_pk, agent_id, lo, hi, *TOOL_TYPES)]
+        pairs = RawSQL(" OR ".join([term] * len(absorbed)), params, output_field=BooleanField())
+        found += _with_lines(Event.objects.filter(pairs).exclude(seq__in=keep))
+    return found
 
 
 def page(run_pk, flt, *, after=None, before=None, rows=PAGE_ROWS):

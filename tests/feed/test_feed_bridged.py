@@ -111,3 +111,36 @@ def test_a_filtered_page_of_many_brackets_shows_their_rows_as_the_whole_feed_doe
         assert len(shown) >= 8 and got.html == "".join(row_html(full[s]) for s in shown)
     failed = page(run.pk, FeedFilter.parse({"failed": ["1"]}), rows=500).html
     assert "fs.writeFile: wrote 3" in failed and "read_file: read 1" in failed
+
+
+def test_a_filtered_page_folds_a_few_events_a_row_however_far_apart_its_rows(monkeypatch):
+    """Failures a thousand records apart, among tool pairs and brackets: the failed page folds the
+    brackets its rows sit in, not the span between them, and shows what the whole feed shows."""
+    from runs.feed import history
+
+    records = BRIDGED[:3]
+    for i in range(8):
+        records += [{"type": "api_call", "object": "fs", "function": "writeFile"},
+                    {"type": "tool_call", "name": "write_file", "args": {"path": f"{i}.txt"}},
+                    {"type": "tool_result", "name": "write_file", "ok": True, "summary": f"wrote {i}"},
+                    {"type": "api_result", "object": "fs", "function": "writeFile", "ok": False}]
+        for j in range(250):
+            records += [{"type": "api_call", "operation": "files.read_file"},
+                        {"type": "api_result", "operation": "files.read_file", "ok": True},
+                        {"type": "tool_call", "name": "read_file", "args": {"path": f"{j}.md"}},
+                        {"type": "tool_result", "name": "read_file", "ok": True, "summary": "ok"}]
+    run = stored("bridged-far", records)
+    folded, read = [], history._with_lines
+
+    def counted(context):
+        events = read(context)
+        folded.extend(events)
+        return events
+
+    monkeypatch.setattr(history, "_with_lines", counted)
+    got = page(run.pk, FeedFilter.parse({"failed": ["1"]}), rows=500)
+    events = [Ev._make(e) for e in Event.objects.filter(run=run).order_by("seq").values_list(*Ev._fields)]
+    full = {r.seq: r for r in FeedRenderer(run.pk, FeedState.at(run.pk, 0)).rows(events)}
+    shown = seqs(got.html)
+    assert len(shown) == 8 and got.html == "".join(row_html(full[s]) for s in shown)
+    assert "fs.writeFile: wrote 7" in got.html and len(folded) <= 4 * len(shown) < 8_000
