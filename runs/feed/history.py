@@ -9,8 +9,9 @@ A page is bounded in bytes as a socket window is: it stops after the row that br
 
 A row needs the fold of the log before it (`FeedState`): a page starts from `FeedState.at` its first
 event and, when filtered, folds besides the matching ones the events that change what they show: the
-surfaces and the session in its span, and the api_call bracket each call row sits in (`_brackets`),
-a few events a row however far apart its rows are.
+surfaces and the session in its span, and the api_call brackets of its call rows: rows close together,
+every bracket of their agents in the span; sparser, the bracket each call row sits in (`_brackets`), a
+few events a row however far apart they are.
 """
 
 from dataclasses import dataclass
@@ -35,6 +36,10 @@ FILTERED_MIN, FILTERED_MAX = 25, 2 * PAGE_ROWS
 SCAN_LIMIT = 20_000  # events one request looks at, at most
 STATE_TYPES = ("agent_surface", "session_started")
 TOOL_TYPES = ("tool_call", "tool_result")
+# A filtered page whose rows are closer than this many events apart on average folds every bracket
+# of its rows' agents in its span; sparser, only the one each call row sits in (`_brackets`), which
+# costs a few lookups a row.
+SPAN_FOLD = 32
 
 
 @dataclass
@@ -75,12 +80,19 @@ def render(run_pk, events, flt, multi_from=None):
         return [r for r in FeedRenderer(run_pk, state).rows(events, read_on=True) if flt.keeps(r)]
     keep = {e.seq for e in events}
     agents = {e.agent_id for e in events}
+    # Agents whose call rows read a bracket: its opening and closing, and the tool pair it absorbed.
+    tools = {e.agent_id for e in events if e.type in TOOL_TYPES or e.type.startswith("api_")}
     # The run and the span in each term, so SQLite reads each by an index (with them outside the OR,
     # it read every event of the span).
     span = {"run_id": run_pk, "seq__gte": first, "seq__lte": last}
     between = Q(type="session_started", **span) | Q(type="agent_surface", agent_id__in=agents, **span)
+    close = last - first < SPAN_FOLD * len(events)
+    if tools and close:
+        between |= Q(type__in=BRACKET_TYPES + TOOL_TYPES, agent_id__in=tools, **span)
     context = _with_lines(Event.objects.filter(between).exclude(seq__in=keep))
-    merged = sorted({*events, *context, *_brackets(run_pk, events, keep, first)})  # an event two rows read: once
+    if tools and not close:
+        context += _brackets(run_pk, events, keep, first)
+    merged = sorted({*events, *context})  # (an event two rows' brackets hold: once)
     if state.multi_from is None:
         state.multi_from = multi_from  # a sparse fold does not see every agent arrive
     return [r for r in FeedRenderer(run_pk, state).rows(merged, read_on=True, shown=keep) if flt.keeps(r)]
@@ -100,8 +112,6 @@ def _brackets(run_pk, events, keep, first):
     shown api_call, the tool call or bracket event that follows it (the bridged arguments). A few
     events a row, however far apart the rows are."""
     calls = [e.seq for e in events if e.type in TOOL_TYPES or e.type.startswith("api_")]
-    if not calls:
-        return []
     mine = Event.objects.filter(run_id=run_pk, agent_id=OuterRef("agent_id"))
     last_bracket = mine.filter(type__in=BRACKET_TYPES, seq__lt=OuterRef("seq")).order_by("-seq")[:1]
     following = mine.filter(type__in=("tool_call",) + BRACKET_TYPES, seq__gt=OuterRef("seq")).order_by("seq")[:1]

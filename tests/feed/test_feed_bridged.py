@@ -89,23 +89,28 @@ def test_the_bridged_tool_is_counted_as_gg_counts_it(viewer_client):
     assert {t["name"]: t["calls"] for t in doc["agents"][0]["surface"]["tools"]}["read_file"] == 2
 
 
-def test_a_filtered_page_of_many_brackets_shows_their_rows_as_the_whole_feed_does():
+@pytest.mark.parametrize("span_fold", [0, 10**9], ids=["each row's bracket", "the span's brackets"])
+def test_a_filtered_page_of_many_brackets_shows_their_rows_as_the_whole_feed_does(span_fold, monkeypatch):
     """Failed results whose summary is the tool result their bracket absorbed, calls whose arguments
     are the bridged tool call's, among brackets no row of the page reads: each filtered page's rows
-    are the whole feed's rows for those records."""
+    are the whole feed's rows for those records, whether it folds each row's bracket or its span's."""
+    from runs.feed import history
+
+    monkeypatch.setattr(history, "SPAN_FOLD", span_fold)
     records = BRIDGED[:3]
     for i in range(60):
         failing = i % 7 == 3
-        records += [{"type": "api_call", "object": "fs", "function": "writeFile"},
+        records += [{"type": "api_call", "object": "fs", "function": "writeFile", **({"note": "kiwi"} if i % 4 else {})},
                     {"type": "tool_call", "name": "write_file", "args": {"path": f"{i}.txt"}},
                     {"type": "tool_result", "name": "write_file", "ok": True, "summary": f"wrote {i}"},
                     {"type": "api_result", "object": "fs", "function": "writeFile", "ok": not failing},
                     {"type": "tool_call", "name": "read_file", "args": {"path": f"{i}.md"}},
                     {"type": "tool_result", "name": "read_file", "ok": i % 5 != 1, "summary": f"read {i}"}]
-    run = stored("bridged-many", records)
+    run = stored(f"bridged-many-{span_fold}", records)
     events = [Ev._make(e) for e in Event.objects.filter(run=run).order_by("seq").values_list(*Ev._fields)]
     full = {r.seq: r for r in FeedRenderer(run.pk, FeedState.at(run.pk, 0)).rows(events)}
-    for query in ({"failed": ["1"]}, {"kind": ["call"]}, {"kind": ["tool"]}):
+    # kiwi: calls whose results the page does not show, each read before the agent's next call
+    for query in ({"failed": ["1"]}, {"kind": ["call"]}, {"kind": ["tool"]}, {"q": ["kiwi"]}):
         got = page(run.pk, FeedFilter.parse(query), rows=500)
         shown = seqs(got.html)
         assert len(shown) >= 8 and got.html == "".join(row_html(full[s]) for s in shown)
