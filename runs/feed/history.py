@@ -80,8 +80,9 @@ def render(run_pk, events, flt, multi_from=None):
         return [r for r in FeedRenderer(run_pk, state).rows(events, read_on=True) if flt.keeps(r)]
     keep = {e.seq for e in events}
     agents = {e.agent_id for e in events}
-    # Agents whose call rows read a bracket: its opening and closing, and the tool pair it absorbed.
-    tools = {e.agent_id for e in events if e.type in TOOL_TYPES or e.type.startswith("api_")}
+    # Call rows read a bracket: its opening and closing, and the tool pair it absorbed.
+    calls = [e for e in events if e.type in TOOL_TYPES or e.type.startswith("api_")]
+    tools = {e.agent_id for e in calls}
     # The run and the span in each term, so SQLite reads each by an index (with them outside the OR,
     # it read every event of the span).
     span = {"run_id": run_pk, "seq__gte": first, "seq__lte": last}
@@ -91,7 +92,7 @@ def render(run_pk, events, flt, multi_from=None):
         between |= Q(type__in=BRACKET_TYPES + TOOL_TYPES, agent_id__in=tools, **span)
     context = _with_lines(Event.objects.filter(between).exclude(seq__in=keep))
     if tools and not close:
-        context += _brackets(run_pk, events, keep, first)
+        context += _brackets(run_pk, [e.seq for e in calls], keep, first)
     merged = sorted({*events, *context})  # (an event two rows' brackets hold: once)
     if state.multi_from is None:
         state.multi_from = multi_from  # a sparse fold does not see every agent arrive
@@ -105,13 +106,12 @@ def _with_lines(context):
     return [Ev._make(e) for e in context.values_list(*[line if f == "raw" else f for f in Ev._fields])]
 
 
-def _brackets(run_pk, events, keep, first):
-    """What the shown call rows among `events` read of their agents' api_call brackets (console.md
+def _brackets(run_pk, calls, keep, first):
+    """What the shown call rows (seqs `calls`) read of their agents' api_call brackets (console.md
     §1.4): for each, its agent's last bracket event before it (from `first` on: the state at `first`
     holds the earlier ones) and, in a bracket still open, the tool pair it absorbed since; after a
     shown api_call, the tool call or bracket event that follows it (the bridged arguments). A few
     events a row, however far apart the rows are."""
-    calls = [e.seq for e in events if e.type in TOOL_TYPES or e.type.startswith("api_")]
     mine = Event.objects.filter(run_id=run_pk, agent_id=OuterRef("agent_id"))
     last_bracket = mine.filter(type__in=BRACKET_TYPES, seq__lt=OuterRef("seq")).order_by("-seq")[:1]
     following = mine.filter(type__in=("tool_call",) + BRACKET_TYPES, seq__gt=OuterRef("seq")).order_by("seq")[:1]
