@@ -40,6 +40,7 @@ TOOL_TYPES = ("tool_call", "tool_result")
 # of its rows' agents in its span; sparser, only the one each call row sits in (`_brackets`), which
 # costs a few lookups a row.
 SPAN_FOLD = 32
+TERMS = FILTERED_MAX  # a query's terms in `_brackets`: one query for a chunk of matches
 
 
 @dataclass
@@ -128,14 +129,16 @@ def _brackets(run_pk, calls, keep, first):
         if bridged is not None:
             wanted.add(bridged)
     found = _with_lines(Event.objects.filter(run_id=run_pk, seq__in=wanted - keep)) if wanted else []
-    if absorbed:
-        # One term a row, each with the run, so SQLite reads each by an index (a hundred Q objects
-        # cost the page more to build than to read).
-        table = connection.ops.quote_name(Event._meta.db_table)
-        term = (f"({table}.run_id = %s AND {table}.agent_id = %s AND {table}.seq > %s AND {table}.seq < %s"
-                f" AND {table}.type IN (%s, %s))")
-        params = [value for agent_id, lo, hi in absorbed for value in (run_pk, agent_id, lo, hi, *TOOL_TYPES)]
-        pairs = RawSQL(" OR ".join([term] * len(absorbed)), params, output_field=BooleanField())
+    # One term a row, each with the run, so SQLite reads each by an index (a hundred Q objects cost
+    # the page more to build than to read); at most TERMS a query (SQLite refused an OR of 2,000:
+    # an expression over 1,000 deep).
+    table = connection.ops.quote_name(Event._meta.db_table)
+    term = (f"({table}.run_id = %s AND {table}.agent_id = %s AND {table}.seq > %s AND {table}.seq < %s"
+            f" AND {table}.type IN (%s, %s))")
+    for i in range(0, len(absorbed), TERMS):
+        batch = absorbed[i:i + TERMS]
+        params = [value for agent_id, lo, hi in batch for value in (run_pk, agent_id, lo, hi, *TOOL_TYPES)]
+        pairs = RawSQL(" OR ".join([term] * len(batch)), params, output_field=BooleanField())
         found += _with_lines(Event.objects.filter(pairs).exclude(seq__in=keep))
     return found
 
