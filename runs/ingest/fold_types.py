@@ -34,7 +34,14 @@ def _session_summary(p, seq, rec, agent):
         p.run.summary = summary
     slots = [s for s in as_list(summary.get("slotCosts")) if isinstance(s, dict)] if isinstance(summary, dict) else []
     if len(slots) == 1 and not agent.parent_agent_id:  # one slot: the root's own
-        _name_unannounced(agent, slots[0].get("profileId") or slots[0].get("slot"), slots[0].get("modelId"))
+        profile, model = slots[0].get("profileId") or slots[0].get("slot"), slots[0].get("modelId")
+        _name_unannounced(agent, profile, model)
+        # and so the spend of usage deltas that named neither (an older stream's) was that slot's
+        unnamed = p.run.usage.get("by_slot", {}).pop("|", None)
+        if unnamed is not None:
+            slot = _usage_slot(p.run, profile, model)
+            add_usage(slot, unnamed["tokens"], unnamed["cost"])
+            slot["deltas"] += unnamed["deltas"] - 1
 
 
 def _session_ended(p, seq, rec, agent):
@@ -118,12 +125,7 @@ def _usage(p, seq, rec, agent):
     add_usage(run.usage, tokens, cost)
     profile = rec.get("profileId") or rec.get("slot") or agent.profile_id
     model = rec.get("modelId") or agent.model_id
-    key = f"{as_text(profile)}|{as_text(model)}"
-    by_slot = run.usage.setdefault("by_slot", {})
-    slot = by_slot.get(key)
-    if slot is None:
-        slot = by_slot[key] = {"profileId": as_text(profile), "modelId": as_text(model), **empty_usage()}
-    add_usage(slot, tokens, cost)
+    add_usage(_usage_slot(run, profile, model), tokens, cost)
     add_usage(agent.usage, tokens, cost)
     _name_unannounced(agent, rec.get("profileId") or rec.get("slot"), rec.get("modelId"))
 
@@ -349,6 +351,13 @@ def _count(value):
     if n is None or n != n or n < 0:
         return None
     return int(min(n, COUNT_MAX))
+
+
+def _usage_slot(run, profile, model) -> dict:
+    """The run's usage row for (profile, model), begun empty."""
+    profile, model = as_text(profile), as_text(model)
+    by_slot = run.usage.setdefault("by_slot", {})
+    return by_slot.setdefault(f"{profile}|{model}", {"profileId": profile, "modelId": model, **empty_usage()})
 
 
 def _name_unannounced(agent: Agent, profile, model) -> None:

@@ -32,8 +32,9 @@ class Run(models.Model):
     # The fold's generation: raised (with the migration the new default asks for) whenever a migration
     # adds or changes a projection, so a run folded before it reads as stale until it is rebuilt.
     # 2: the Timeline's lanes, spans and buckets (0024); 3: refusals matched and grouped (0028);
-    # 4: the message pool's ledger (0029); 5: the Timeline's buckets mark their calls by slot (0032)
-    FOLD_GENERATION = 5
+    # 4: the message pool's ledger (0029); 5: the Timeline's buckets mark their calls by slot (0032);
+    # 6: usage naming no slot is the session summary's one slot's (0035)
+    FOLD_GENERATION = 6
 
     class Status(models.TextChoices):
         QUEUED = "queued"

@@ -67,7 +67,7 @@ def run_costs(run: Run) -> dict:
             if v is not None:
                 m["tokens"][c] = m["tokens"].get(c, 0) + v
         if s["classes"] is None:
-            unpriced.add(model)
+            unpriced.add(model or "usage naming no model")
         else:
             for c in PRICE_CLASSES:
                 if s["classes"][c] is not None:

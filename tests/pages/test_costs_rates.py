@@ -18,6 +18,7 @@ from runs.pages.costs import agent_spend, run_costs
 from runs.pages.overview import run_clocks, run_rates
 from runs.stream.prices import price_tokens
 from tests.pages_helpers import rows
+from tests.streams import REAL_MOCK, import_stream, projection_dump
 
 pytestmark = pytest.mark.django_db
 
@@ -149,3 +150,27 @@ def test_tokens_per_second_per_model_pool_by_each_usage_records_model():
     assert rates["throughput"]["tokens"] == 1050 and rates["throughput"]["ms"] == 4000
     rebuild_projections(run)
     assert run_rates(run) == rates
+
+
+def test_usage_naming_no_slot_is_the_summarys_one_slot(viewer_client):
+    """gg's recorded mock session (an older stream): its usage deltas name no profile or model, and
+    its session summary names one slot, primary on mock/echo, whose spend they were."""
+    run, _ = import_stream(REAL_MOCK)
+    slots = run_costs(run)["by_slot"]
+    assert [(s["label"], s["model"], s["cost"]) for s in slots] == [("primary", "mock/echo", 0.0063)]
+    assert Run.objects.get(pk=run.pk).usage["by_slot"]["primary|mock/echo"]["deltas"] == 2
+    page = viewer_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert 'data-slot="primary|mock/echo"' in page and "No price for" not in page  # mock/* is priced at 0
+    before = projection_dump(run)
+    rebuild_projections(run)
+    assert projection_dump(run) == before
+
+
+def test_usage_naming_no_slot_stays_unnamed_beside_two_slots(viewer_client):
+    two = [{"slot": "a", "modelId": "m/a"}, {"slot": "b", "modelId": "m/b"}]
+    run = Run.objects.create(name="two-slots")
+    append(run, [{"type": "session_started"}, {"type": "usage", "tokens": {"output": 5}},
+                 {"type": "session_summary", "summary": {"slotCosts": two}}])
+    assert [(s["label"], s["model"]) for s in run_costs(run)["by_slot"]] == [("—", "")]
+    page = viewer_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert "No price for usage naming no model:" in page
