@@ -130,6 +130,7 @@ def test_the_search_finds_refusals_across_the_runs_pages(viewer_client):
     assert [a for a, _ in rows(board, "data-agent")] == [f"worker-{i:03d}" for i in range(0, 250, 7)]
     assert "36 agents with refusals matching it" in board and 'value="BOARD"' in board
     assert '<b id="refused-total">250</b>' in board  # the figures stay the run's
+    assert '<a href="?q=board.create_issue" title="the refusals of board.create_issue, by agent">36</a>' in board
     for spelled in ("gg.board.create_issue", "gg::board::create_issue", "board.createIssue"):  # any arm's
         assert rows(get(viewer_client, "refusals", run.pk, query=f"q={spelled}"), "data-agent") == rows(board, "data-agent")
     one = get(viewer_client, "refusals", run.pk, query="q=worker-249")  # an agent by its id
