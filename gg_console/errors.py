@@ -1,8 +1,8 @@
 """The console's answer to a request that failed on the server: 503 with Retry-After when the
 database did not answer (every pooled connection busy past the pool's timeout, a locked SQLite file
 past its busy timeout, the server restarting), which passes; 500 for anything else. JSON on the API,
-whose clients are programs; the standalone error page elsewhere. And its 400, 403 and 404 pages, which
-say why (a host name it is not set to answer to, a request past Django's limits, what the view said),
+whose clients are programs; the standalone error page elsewhere. And its 400, 403 and 404 pages (JSON
+on the API too), which say why (a host name it is not set to answer to, a request past Django's limits, what the view said),
 what to do about a form sent with an out-of-date CSRF token, and the login's pause after too many
 failures."""
 
@@ -15,6 +15,8 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import Resolver404
+
+from gg_console.nul import NulInRequest
 
 RETRY_AFTER_SECONDS = 5
 
@@ -41,6 +43,8 @@ def not_found(request, exception):
     # matches (Resolver404) has only the address to show.
     said = exception.args[0] if exception.args and not isinstance(exception, Resolver404) else None
     reason = said if isinstance(said, str) else ""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": reason or f"Nothing is at {request.path}."}, status=404)
     return render(request, "404.html", {"request_path": request.path, "reason": reason}, status=404)
 
 
@@ -50,8 +54,8 @@ def bad_request(request, exception):
                   "to are in DJANGO_ALLOWED_HOSTS (comma-separated).")
         # Every link of this host name meets the same refusal.
         return _refused(request, "Bad request", reason, 400, home=False)
-    elif isinstance(exception, (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)):
-        reason = str(exception)  # Django's words name the setting
+    elif isinstance(exception, (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent, NulInRequest)):
+        reason = str(exception)  # Django's words name the setting; ours the part of the request
     else:
         reason = "The request could not be read."
     return _refused(request, "Bad request", reason, 400)
@@ -72,6 +76,8 @@ def csrf_failure(request, reason=""):
 
 
 def _refused(request, heading, reason, status, grant=False, home=True):
+    if request.path.startswith("/api/"):  # its clients are programs
+        return JsonResponse({"error": reason}, status=status)
     return render(request, "refused.html", {"heading": heading, "reason": reason, "grant": grant, "home": home},
                   status=status)
 

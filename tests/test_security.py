@@ -239,3 +239,32 @@ def test_password_guessing_on_the_login_form_is_paused(viewer, operator):
     assert other.post(reverse("login"), {"username": "operator", "password": "operator-pass-123"}).status_code == 302
     call_command("axes_reset_username", "viewer")
     assert guesser.post(reverse("login"), {"username": "viewer", "password": "viewer-pass-123"}).status_code == 302
+
+
+@pytest.mark.django_db
+def test_a_nul_anywhere_in_a_request_is_a_400_that_says_where(operator_client, operator):
+    """PostgreSQL's text cannot hold a NUL: a lookup by an address, a filter, a cookie or a token holding
+    one failed there with a 500 (SQLite found nothing). Every route, each name in its address a NUL."""
+    load("multi", "multi_agent.ndjson")
+    named = {**SAMPLE, **{kind: "a%00b" for kind in ("str", "slug", "path")}}
+    answered = {}
+    for route, name, _ in ROUTES:
+        # its query string, and its address where a name in it can hold a NUL (not a whole number's)
+        for path in {concrete(route) + "?q=a%00b", concrete(route, named)} - {concrete(route)}:
+            response = operator_client.get(path)
+            answered[path] = (response.status_code, "holds a NUL character" in response.content.decode())
+    assert len(answered) > len(ROUTES) and all(a == (400, True) for a in answered.values()), {p: a for p, a in answered.items() if a != (400, True)}
+    api = operator_client.get("/api/runs/a%00b/report")
+    assert api.json()["error"].startswith("The address holds a NUL character")
+    token = IngestToken.objects.create(user=operator)
+    for response, where in [
+        (Client().get("/", HTTP_COOKIE="sessionid=abcdefgh\x00ijk"), "A cookie"),
+        (Client().post("/api/runs/1/events", b'{"type":"log"}\n', content_type="application/x-ndjson",
+                       HTTP_AUTHORIZATION=f"Bearer {token.key}\x00"), "The Authorization header"),
+        (operator_client.post("/runs/new/validate/", "name=a%00b", content_type="application/x-www-form-urlencoded"), "The form"),
+    ]:
+        assert response.status_code == 400 and where + " holds a NUL character" in response.content.decode(), where
+    # A stream's NUL is escaped, not refused (runs.stream.record), and an upload is read by its view.
+    ok = Client().post("/api/runs/nul-in-records/events", b'{"type":"log","message":"a\\u0000b"}\n',
+                       content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {token.key}")
+    assert ok.status_code == 200

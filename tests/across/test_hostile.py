@@ -9,7 +9,8 @@ from tests.streams import STREAMS, import_stream
 
 pytestmark = pytest.mark.django_db
 
-ODD = ["%", "_", "\\", "'; drop table runs_run; --", "<script>alert(1)</script>", "a" * 5000, "|python|", "\u00e9", "a\x00b"]
+# (a NUL is refused before any page reads it: tests/test_security.py)
+ODD = ["%", "_", "\\", "'; drop table runs_run; --", "<script>alert(1)</script>", "a" * 5000, "|python|", "\u00e9"]
 
 
 def test_odd_values_in_every_list_and_analysis_parameter(viewer_client):
