@@ -9,8 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from channels.layers import get_channel_layer
-from django.db import connection
-from django.db.backends.sqlite3.base import DatabaseWrapper
+from django.db import connection, connections
 from django.db.backends.utils import CursorWrapper
 
 from runs.feed import consumer as consumers
@@ -184,17 +183,18 @@ async def test_a_reader_thread_keeps_its_connection_and_replaces_one_gone_bad(mo
     readers = ThreadPoolExecutor(max_workers=1)
     monkeypatch.setattr(consumers, "READERS", readers)
     opened = []
-    real_connect = DatabaseWrapper.get_new_connection
+    wrapper = type(connections["default"])  # the backend's, SQLite's or PostgreSQL's
+    real_connect = wrapper.get_new_connection
 
     def counted(self, params):
         opened.append(threading.current_thread().name)
         return real_connect(self, params)
 
-    monkeypatch.setattr(DatabaseWrapper, "get_new_connection", counted)
     run = await new_run(logs(*(f"line {i}" for i in range(1, 11))))
+    monkeypatch.setattr(wrapper, "get_new_connection", counted)  # the readers' connections from here
     # The tests' database lives in memory, where Django ignores a close (it would lose the database):
     # here a close must close, as on a database file.
-    monkeypatch.setattr(DatabaseWrapper, "is_in_memory_db", lambda self: False)
+    monkeypatch.setattr(wrapper, "is_in_memory_db", lambda self: False, raising=False)
     windows = consumers.WindowCache()
     for after in range(10):
         window, _ = await windows.get(run.pk, after, limit=1)

@@ -444,10 +444,11 @@ def test_numbers_past_a_doubles_range_are_stored_verbatim_and_never_reach_a_proj
         == b"\n".join(lines) + b"\n"  # exactly as received
     run.refresh_from_db()
     assert run.capability_set["limits"]["maxCost"] is None
-    assert run.usage["tokens"]["uncachedInput"] == 7 and run.usage["tokens"]["output"] == 1.5e308  # the sum overflowed
-    assert run.usage["cost"]["comparable"] == 1e308 and run.slot_usage["p|"]["tokens"] == {"output": None}
+    # float(): PostgreSQL's jsonb gives 1.5e308 back written out in digits, which JSON reads as an int
+    assert run.usage["tokens"]["uncachedInput"] == 7 and float(run.usage["tokens"]["output"]) == 1.5e308  # the sum overflowed
+    assert float(run.usage["cost"]["comparable"]) == 1e308 and run.slot_usage["p|"]["tokens"] == {"output": None}
     root = run.agents.get(agent_id="root")
-    assert root.depth == 0 and root.context_bands == {"system": 1e308}
+    assert root.depth == 0 and {k: float(v) for k, v in root.context_bands.items()} == {"system": 1e308}
     assert run.stores.get().snapshot["count"] is None
     before = projection_dump(run)
     rebuild.rebuild_projections(run)

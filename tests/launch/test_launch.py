@@ -173,7 +173,7 @@ def test_cancel_stops_a_running_run_at_the_turn_boundary_keeping_its_events(oper
     assert b'id="cancel-run"' not in operator_client.get(reverse("runs:feed", args=[run.pk])).content
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the worker closes its connection, as a worker's thread does
 def test_cancel_button_of_a_queued_run_cancels_it_on_the_spot(operator_client):
     run = Run.objects.create(name="q", source=Run.Source.ENGINE, status=Run.Status.QUEUED)
     feed = reverse("runs:feed", args=[run.pk])
