@@ -1,9 +1,9 @@
 """ASGI entry point: HTTP goes to Django, WebSockets to the Channels routes.
 
 Sockets pass SameOriginValidator (gg_console.origins: an Origin other than this site's scheme,
-host and port is refused) and AuthMiddlewareStack (the session user; consumers refuse anonymous
-users). The `channel` protocol is the launch
-worker: `manage.py runworker gg-runs` executes runs dispatched over Redis.
+host and port is refused), RefuseNulSocket (gg_console.nul: a NUL in the handshake) and
+AuthMiddlewareStack (the session user; consumers refuse anonymous users). The `channel` protocol is
+the launch worker: `manage.py runworker gg-runs` executes runs dispatched over Redis.
 
 Loading the application (Daphne, runserver, runworker) sweeps runs a dead server or worker left
 live to `interrupted` (runs.launch.dispatch.sweep_on_start), and sets how Daphne takes request bodies
@@ -22,6 +22,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from gg_console import daphne_request  # noqa: E402
+from gg_console.nul import RefuseNulSocket  # noqa: E402
 from gg_console.origins import SameOriginValidator  # noqa: E402
 from gg_console.routing import websocket_urlpatterns  # noqa: E402
 from runs.ingest import deletion  # noqa: E402
@@ -33,7 +34,7 @@ daphne_request.install()
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(RefuseNulSocket(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
         "channel": ChannelNameRouter({dispatch.CHANNEL: dispatch.RunWorkerConsumer.as_asgi()}),
     }
 )

@@ -183,8 +183,16 @@ async def test_every_websocket_route_refuses_anonymous(route, session_cookie):
     assert await _connects(path, session_cookie)
 
 
-# ---------------------------------------------------------------------------------------------
-# check --deploy
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_socket_whose_handshake_holds_a_nul_is_refused(session_cookie):
+    """Before the session is looked up: on PostgreSQL a cookie holding a NUL failed the handshake there."""
+    run = await database_sync_to_async(Run.objects.create)(name="ws")
+    path = f"/ws/runs/{run.pk}/feed/"
+    assert await _connects(path, session_cookie)  # the operator's socket opens: what follows is the NUL
+    assert not await _connects(path, (b"cookie", session_cookie[1] + b"; theme=a\x00b"))
+    assert not await _connects(path + "?after=1%00", session_cookie)
+    assert not await _connects(path, session_cookie, (b"user-agent", b"a\x00b"))
 
 
 PRODUCTION_ENV = {
