@@ -2,9 +2,9 @@
 database did not answer (every pooled connection busy past the pool's timeout, a locked SQLite file
 past its busy timeout, the server restarting), which passes; 500 for anything else. JSON on the API,
 whose clients are programs; the standalone error page elsewhere. And its 400, 403 and 404 pages (JSON
-on the API too), which say why (a host name it is not set to answer to, a request past Django's limits, what the view said),
-what to do about a form sent with an out-of-date CSRF token, and the login's pause after too many
-failures."""
+on the API too), which say why (a host name it is not set to answer to, a request past Django's
+limits, a NUL in it, what the view said), what to do about a form sent with an out-of-date CSRF
+token, and the login's pause after too many failures."""
 
 import sys
 
