@@ -16,7 +16,7 @@ from runs.stream.profiles import profile_key, profiles
 from runs.stream.record import as_list, parse_timestamp
 from runs.models import Agent, RejectedLine, Run
 from runs.pages.common import run_context
-from runs.stream.call_times import pooled, pooled_models
+from runs.stream.call_times import pools
 
 
 @require_GET
@@ -63,11 +63,10 @@ def run_rates(run: Run) -> dict:
     every, models = [0, 0, 0], defaultdict(lambda: [0, 0, 0])
     # Only the pooling ("tp") out of each agent's timing: its call times were most of the JSON decoded.
     for model_id, tp in Agent.objects.filter(run=run).values_list("model_id", "timing__tp"):
-        timing = {"tp": tp} if tp else {}
-        figures = pooled(timing)
+        figures, by_model = pools({"tp": tp} if tp else {}, model_id)
         every[:] = every[0] + figures["tokens"], every[1] + figures["ms"], every[2] + figures["turns"]
         # per model as gg pools it: by each usage record's model, not the agent's
-        for model, f in pooled_models(timing, model_id).items():
+        for model, f in by_model.items():
             acc = models[model]
             acc[:] = acc[0] + f["tokens"], acc[1] + f["ms"], acc[2] + f["turns"]
     return {"throughput": _rate(*every), "models": {m: _rate(*f) for m, f in sorted(models.items()) if m and f[2]},

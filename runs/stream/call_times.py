@@ -126,14 +126,21 @@ def pooled_models(timing: dict, agent_model: str) -> dict:
     """The same pooled per usage model: {model: {tokens, ms, turns}}, a delta naming no model counted
     as the agent's (`agent_model`; "" when it has none). Timing folded before models were kept reads
     as the agent's."""
+    return pools(timing, agent_model)[1]
+
+
+def pools(timing: dict, agent_model: str) -> tuple[dict, dict]:
+    """(`pooled`, `pooled_models`) with the open turn closed once for both (the Overview pools every
+    agent of the run)."""
+    tp = _closed(timing)
+    whole = {"tokens": tp["tokens"], "ms": tp["modelMs"], "turns": tp["turns"]}
     if not {"model", "models"} & set(timing.get("tp") or {}):
-        whole = pooled(timing)
-        return {agent_model: whole} if whole["turns"] else {}
+        return whole, ({agent_model: whole} if whole["turns"] else {})
     out = {}
-    for model, (tokens, ms, turns) in _closed(timing).get("models", {}).items():
+    for model, (tokens, ms, turns) in tp.get("models", {}).items():
         acc = out.setdefault(model or agent_model, {"tokens": 0, "ms": 0, "turns": 0})
         acc["tokens"], acc["ms"], acc["turns"] = plus(acc["tokens"], tokens), plus(acc["ms"], ms), acc["turns"] + turns
-    return out
+    return whole, out
 
 
 def _closed(timing: dict) -> dict:

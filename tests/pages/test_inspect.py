@@ -85,4 +85,5 @@ def test_pooling_an_agents_open_turn_leaves_its_stored_timing_as_it_was():
         assert call_times.pooled(timing) == {"tokens": 130, "ms": 1300, "turns": 2}
         assert call_times.pooled_models(timing, "m") == {"m": {"tokens": 120, "ms": 1300, "turns": 2},
                                                           "n": {"tokens": 10, "ms": 0, "turns": 0}}
+        assert call_times.pools(timing, "m") == (call_times.pooled(timing), call_times.pooled_models(timing, "m"))
     assert timing == stored
