@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 from django.http import Http404
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from runs.access import run_or_404
+from runs.access import agent_url, run_or_404
 from runs.stream.record import as_list, gg_record, whole_number
 from runs.stream.prices import model_prices
 from runs.stream.usage import breakdown_bands
@@ -57,8 +59,12 @@ def agents_page(request, pk):
     whole = run.agents.defer(*ROSTER_UNREAD).in_bulk([row.agent.pk for row in shown])
     for row in shown:
         row.agent = whole.get(row.agent.pk, row.agent)
+    feed = reverse("runs:feed", args=(run.pk,))
+    # Each figure links where it comes from: the agent's turn rows and failed calls in the feed, its
+    # calls per operation and its error turns on its page.
     rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent),
-             "spend": agent_spend(row.agent, table)} for row in shown]
+             "spend": agent_spend(row.agent, table), "href": agent_url(run.pk, row.agent.agent_id),
+             "feed": f"{feed}?{urlencode({'agent': row.agent.agent_id})}"} for row in shown]
     holdings = run_holdings(run, agents)
     modules = profile_modules(run, agents, holdings, store_index(run, agents, holdings),
                               run_divergences(run, agents, holdings))

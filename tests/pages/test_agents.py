@@ -35,6 +35,17 @@ def test_roster_is_the_forest_with_successions_and_forks_tagged(viewer_client, r
                                     "standard", "done", "2", "9", "1", "4", "$0.03", "0.0s"]
     assert text["AUTH-1.0r"].split() == ["AUTH-1.0r", "reviewer", "vendor/small", "tool_calling", "—", "—",
                                          "review", "done", "1", "4", "0", "1", "$0.001", "0.0s"]
+    # each figure links where it comes from (a 0 links nowhere)
+    root = html[html.index('data-agent="root"'):html.index('data-agent="helper-1"')]
+    feed, page = f"/runs/{run.pk}/feed/?agent=root", f"/runs/{run.pk}/agents/root/"
+    assert re.findall(r'<a href="([^"]+)"[^>]*>(\d+)</a>', root) == [
+        (f"{feed}&amp;kind=turn", "2"), (f"{page}#surface", "9"), (f"{page}#failed-calls", "1"),
+        (f"{feed}&amp;kind=call&amp;failed=1", "4")]
+    for query, figure in (("kind=turn", 2), ("kind=call&failed=1", 4)):  # the linked rows are the figure's
+        assert viewer_client.get(f"/runs/{run.pk}/feed/rows?agent=root&{query}&after=0").json()["rows"] == figure
+    reviewer = html[html.index('data-agent="AUTH-1.0r"'):html.index("</tr>", html.index('data-agent="AUTH-1.0r"'))]
+    assert f'href="/runs/{run.pk}/feed/?agent=AUTH-1.0r&amp;kind=tool&amp;failed=1">1</a>' in reviewer
+    assert "#failed-calls" not in reviewer  # no error turn
 
 
 def test_chains_deeper_than_python_recurses_are_drawn_with_their_depth_said(viewer_client):
