@@ -31,8 +31,10 @@ def nul_in(request) -> str | None:
         return "A cookie"
     if "\x00" in request.headers.get("Authorization", ""):
         return "The Authorization header"
-    # A form body only: an upload is read by its view, and a stream's NULs are escaped, not refused.
-    if request.method == "POST" and request.content_type == FORM and _holds_nul(request.POST.lists()):
+    # A page's form only: an upload is read by its view, and the API's bodies are streams (sent with a
+    # form's content type by curl's --data-binary) whose NULs are escaped, not refused.
+    if (request.method == "POST" and request.content_type == FORM and not request.path.startswith("/api/")
+            and _holds_nul(request.POST.lists())):
         return "The form"
     return None
 

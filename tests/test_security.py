@@ -278,3 +278,9 @@ def test_a_nul_anywhere_in_a_request_is_a_400_that_says_where(operator_client, o
     ok = Client().post("/api/runs/nul-in-records/events", b'{"type":"log","message":"a\\u0000b"}\n',
                        content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {token.key}")
     assert ok.status_code == 200
+    # A stream sent as the README's curl sends it (a form's content type) is a stream, not a form:
+    # never parsed as one (1,500 '&' would be more fields than Django takes).
+    lines = b"".join(b'{"type":"log","message":"a&b=c"}\n' for _ in range(1500))
+    as_curl = Client().post("/api/runs/curl/events", lines, content_type="application/x-www-form-urlencoded",
+                            HTTP_AUTHORIZATION=f"Bearer {token.key}")
+    assert as_curl.status_code == 200 and as_curl.json()["stored"] == 1500
