@@ -108,7 +108,7 @@ def test_api_failures_without_an_api_call_decide_the_surface(viewer_client):
         {"type": "api_result", "operation": "files.read_file", "ok": False, "failure": "not_found"},
     ])
     html = page(viewer_client, "agents", run.pk)
-    assert 'title="failed API calls">2</td>' in html
+    assert f'title="failed API calls"><a href="/runs/{run.pk}/feed/?agent=root&amp;kind=call&amp;failed=1">2</a></td>' in html
 
 
 def test_the_header_adds_all_four_token_classes(viewer_client):
