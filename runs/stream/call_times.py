@@ -118,7 +118,10 @@ def _close_turn(tp: dict) -> None:
 
 def pooled(timing: dict) -> dict:
     """An agent's generated tokens over model time so far: {tokens, ms, turns} (its open turn too)."""
-    tp = _closed(timing)
+    return _whole(_closed(timing))
+
+
+def _whole(tp: dict) -> dict:
     return {"tokens": tp["tokens"], "ms": tp["modelMs"], "turns": tp["turns"]}
 
 
@@ -133,7 +136,7 @@ def pools(timing: dict, agent_model: str) -> tuple[dict, dict]:
     """(`pooled`, `pooled_models`) with the open turn closed once for both (the Overview pools every
     agent of the run)."""
     tp = _closed(timing)
-    whole = {"tokens": tp["tokens"], "ms": tp["modelMs"], "turns": tp["turns"]}
+    whole = _whole(tp)
     if not {"model", "models"} & set(timing.get("tp") or {}):
         return whole, ({agent_model: whole} if whole["turns"] else {})
     out = {}
