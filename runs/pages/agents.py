@@ -28,7 +28,7 @@ from runs.pages.profile_modules import profile_modules
 from runs.pages.stores import STORE_FIELDS, store_index
 from runs.pages.agent_timing import agent_timing
 from runs.pages.origins import error_turn_numbers
-from runs.pages.profiles import PROFILE_FIELDS, profile_rows
+from runs.pages.profiles import PROFILE_FIELDS, group_keys, profile_rows
 from runs.pages.programs import agent_programs
 from runs.pages import material
 from surfaces.arms import ARMS, function_spelling, spell
@@ -55,7 +55,12 @@ def agents_page(request, pk):
     # page's agents whole but for ROSTER_UNREAD.
     agents = agent_values(run, TAB_FIELDS)
     table = model_prices()
-    shown, pages = paged(agent_forest(agents), request.GET.get("agents"), AGENTS_SHOWN)
+    forest = agent_forest(agents)
+    profile = request.GET.get("profile")  # one profile's instances: the per-profile counts link here
+    if profile is not None:
+        key_of = group_keys(run, agents)
+        forest = [row for row in forest if key_of[row.agent.pk] == profile]
+    shown, pages = paged(forest, request.GET.get("agents"), AGENTS_SHOWN)
     whole = run.agents.defer(*ROSTER_UNREAD).in_bulk([row.agent.pk for row in shown])
     for row in shown:
         row.agent = whole.get(row.agent.pk, row.agent)
@@ -71,7 +76,9 @@ def agents_page(request, pk):
     profiles = profile_rows(run, agents)
     for p in profiles:
         p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": [], "count": 0, "more": 0})
-    return render(request, "runs/agents.html", run_context(run, "agents", rows=rows, pages=pages, profiles=profiles))
+    return render(request, "runs/agents.html", run_context(
+        run, "agents", rows=rows, pages=pages, profiles=profiles, profile=profile,
+        keep=f"{urlencode({'profile': profile})}&" if profile is not None else ""))
 
 
 @require_GET

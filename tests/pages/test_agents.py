@@ -223,3 +223,20 @@ def test_agent_values_reads_what_only_reads_and_defers_the_rest():
     with CaptureQueriesContext(connection) as later:
         assert read[1].brief == run.agents.get(pk=read[1].pk).brief
     assert len(later.captured_queries) == 2  # the deferred field's, and the comparison's own
+
+
+def test_a_profiles_instance_count_opens_the_roster_of_its_instances(viewer_client, run, monkeypatch):
+    html = get(viewer_client, "agents", run.pk)
+    table = html[html.index('id="profile-table"'):]
+    links = re.findall(r'<a href="\?profile=([^"#]*)#agent-roster"[^>]*>(\d+)</a>', table)
+    assert len(links) > 1 and sum(int(n) for _, n in links) == len(rows(html, "data-agent"))
+    for key, count in links:
+        one = get(viewer_client, "agents", run.pk, query=f"profile={key}")
+        assert len(rows(one[:one.index('id="profile-table"')], "data-agent")) == int(count), key
+        assert 'id="roster-profile"' in one and one.count('href="?profile=') == len(links)  # the profiles still all there
+    monkeypatch.setattr("runs.pages.agents.AGENTS_SHOWN", 1)
+    key = next(k for k, n in links if int(n) > 1)
+    paged = get(viewer_client, "agents", run.pk, query=f"profile={key}")
+    assert f'href="?profile={key}&amp;agents=1"' in paged  # its pages keep the profile
+    none = get(viewer_client, "agents", run.pk, query="profile=%3Cnope%3E")
+    assert "No agent runs under this profile." in none and "<b>&lt;nope&gt;</b>" in none
