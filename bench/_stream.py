@@ -176,7 +176,8 @@ def _turn(emit, agent, rng):
             emit(agent, "api_result", operation=op, ok=not refused,
                  **({"failure": "unavailable"} if refused else {}))
             if refused:
-                emit(agent, "log", level="warn", message=f"the program's `gg.board.create_issue` "
+                spelled = "gg::board::create_issue" if agent["language"] == "rust" else "gg.board.create_issue"
+                emit(agent, "log", level="warn", message=f"the program's `{spelled}` "
                      f"call was refused before it ran: not offered to this agent")
         results.append(_message(rng, "tool", "tool_output", _text(rng, 10, 200), toolCallId=asked[0]["id"]))
     else:
