@@ -125,16 +125,10 @@ def _whole(tp: dict) -> dict:
     return {"tokens": tp["tokens"], "ms": tp["modelMs"], "turns": tp["turns"]}
 
 
-def pooled_models(timing: dict, agent_model: str) -> dict:
-    """The same pooled per usage model: {model: {tokens, ms, turns}}, a delta naming no model counted
-    as the agent's (`agent_model`; "" when it has none). Timing folded before models were kept reads
-    as the agent's."""
-    return pools(timing, agent_model)[1]
-
-
 def pools(timing: dict, agent_model: str) -> tuple[dict, dict]:
-    """(`pooled`, `pooled_models`) with the open turn closed once for both (the Overview pools every
-    agent of the run)."""
+    """(`pooled`, the same per usage model: {model: {tokens, ms, turns}}), the open turn closed once
+    for both. A delta naming no model counts as the agent's (`agent_model`; "" when it has none);
+    timing folded before models were kept reads as the agent's."""
     tp = _closed(timing)
     whole = _whole(tp)
     if not {"model", "models"} & set(timing.get("tp") or {}):
