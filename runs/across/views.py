@@ -29,6 +29,7 @@ EXPORT_MAX = 50  # runs per export archive
 # The comparison page's agent pairs and unpaired agents listed (two runs of thousands of agents were
 # 6 MB of page); its JSON (api_compare) lists them all.
 PAIRS_SHOWN, UNPAIRED_SHOWN = 50, 100
+RUNS_OFFERED = 200  # the latest runs the blank form's run fields suggest
 
 
 @require_GET
@@ -107,17 +108,20 @@ def runs_selected(request):
 def _comparison(request):
     """(the comparison, "", 200) or (None, why not, the status) from ?a=&b=[&agent_a=&agent_b=]."""
     refs = request.GET.get("a", ""), request.GET.get("b", "")
-    if not all(refs):
-        return None, "Name two runs: ?a=<run>&b=<run> (an id or a name each).", 400
+    for side, ref in zip("ab", refs):
+        if not ref.strip():
+            return None, f"Run {side} (?{side}=) is empty: name a run by its id or its name.", 400
     # A NUL names no run (and PostgreSQL text cannot hold one to look for).
     a, b = (None if "\x00" in ref else run_resolve(ref) for ref in refs)
-    for ref, run in zip(refs, (a, b)):
+    for side, ref, run in zip("ab", refs, (a, b)):
         if run is None:
-            return None, f"No run {ref!r}.", 404
+            return None, f"Run {side} (?{side}=): no run has the id or name {ref!r}.", 404
     agent_a, agent_b = request.GET.get("agent_a", ""), request.GET.get("agent_b", "")
     if agent_a or agent_b:
         if not (agent_a and agent_b):
-            return None, "Name both agents: &agent_a=<agentId>&agent_b=<agentId>.", 400
+            side = "b" if agent_a else "a"
+            return None, (f"Agent of {side} (?agent_{side}=) is empty: comparing two agents names one in each "
+                          f"run (or leave both empty to compare the runs)."), 400
         try:
             return compare.compare_agents(a, agent_a, b, agent_b), "", 200
         except compare.NoSuchAgent as exc:
@@ -138,9 +142,11 @@ def compare_page(request):
                                  "a": max(len(result["unpairedA"]) - UNPAIRED_SHOWN, 0),
                                  "b": max(len(result["unpairedB"]) - UNPAIRED_SHOWN, 0)}
             context["unpaired"] = {"a": result["unpairedA"][:UNPAIRED_SHOWN], "b": result["unpairedB"][:UNPAIRED_SHOWN]}
-    # No runs named yet is the empty form, not an error page.
-    blank = not request.GET.get("a") and not request.GET.get("b")
-    return render(request, "across/compare.html", context, status=200 if blank else status)
+    # No runs named yet is the empty form with a hint, not an error page; its run fields offer the latest runs.
+    if not request.GET.get("a") and not request.GET.get("b"):
+        context["error"], status = "", 200
+    context["recent"] = Run.objects.order_by("-pk").values_list("pk", "name")[:RUNS_OFFERED]
+    return render(request, "across/compare.html", context, status=status)
 
 
 def compare_sections(result: dict) -> list[dict]:

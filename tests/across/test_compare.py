@@ -176,7 +176,24 @@ def test_two_agents_comparison_reads_two_agents():
 def test_unknown_runs_and_missing_parameters(viewer_client):
     assert viewer_client.get(reverse("runs:api_compare"), {"a": "x", "b": "y"}).status_code == 404
     assert viewer_client.get(reverse("runs:api_compare")).status_code == 400
-    assert "Name two runs" in viewer_client.get(reverse("runs:compare")).content.decode()
+    blank = viewer_client.get(reverse("runs:compare"))
+    assert blank.status_code == 200 and 'id="compare-hint"' in blank.content.decode()
+    assert 'id="compare-error"' not in blank.content.decode()
+
+
+def test_compare_errors_name_the_field(viewer_client):
+    """Each refusal names the field it is about and why; the blank form offers the latest runs."""
+    run = Run.objects.create(name="<one>")
+    page = viewer_client.get(reverse("runs:compare")).content.decode()
+    assert f'<option value="{run.pk}">&lt;one&gt;</option>' in page
+    for query, status, said in [
+            ({"a": run.pk}, 400, "Run b (?b=) is empty"),
+            ({"a": " ", "b": run.pk}, 400, "Run a (?a=) is empty"),
+            ({"a": run.pk, "b": "nope"}, 404, "Run b (?b=): no run has the id or name &#x27;nope&#x27;"),
+            ({"a": run.pk, "b": run.pk, "agent_b": "root"}, 400, "Agent of a (?agent_a=) is empty")]:
+        response = viewer_client.get(reverse("runs:compare"), query)
+        assert response.status_code == status and said in response.content.decode(), query
+        assert said.replace("&#x27;", "'") in viewer_client.get(reverse("runs:api_compare"), query).json()["error"]
 
 
 def test_structural_diff_matches_lists_by_name_and_scalars_as_sets():
