@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from runs.ingest.facts import add_counts
 from runs.across.filters import AGENT_SETS, RunFilter, runs as filtered_runs
+from runs.pages.arms import arm_group
 from runs.stream.profiles import find_profile
 from runs.stream.record import as_list
 
@@ -128,7 +129,7 @@ def group_label(dimension: str, arg: str) -> str:
 def _keyer(dimension: str, arg: str):
     """key(run, agent summary) -> the agent's group."""
     if dimension == "arm":
-        return lambda run, a: f"{a['language'] or '—'} · {a['docViewTypes'] or '—'}"
+        return lambda run, a: arm_group(a["language"], a["docViewTypes"], a["mode"])
     if dimension in SUMMARY_KEYS:
         return lambda run, a: a[SUMMARY_KEYS[dimension]] or "—"
     if dimension == "prefix":

@@ -28,16 +28,26 @@ def arms_page(request, pk):
     return render(request, "runs/arms.html", run_context(run, "arms", comparison=comparison))
 
 
+def arm_group(language: str, doc_view_types: str, mode: str) -> str:
+    """An agent's arm: its program language by the docs it was shown. An agent that writes no program
+    runs no arm, and is grouped by what it is instead. (The Analysis page groups runs' agents by it too.)"""
+    if language:
+        return f"{language} · {doc_view_types or 'docViewTypes unreported'}"
+    if mode == "tool_calling":
+        return "no arm: tool calling"
+    return f"no arm: {mode}" if mode else "no arm: no surface reported"
+
+
 def arms_comparison(agents: list[Agent]) -> dict:
-    """Agents grouped by (programLanguage, docViewTypes), side by side: calls per operation (tool
+    """Agents grouped by arm (`arm_group`), side by side: calls per operation (tool
     names for tool-calling agents), docs_view and search_results tokens summed over every turn's
     context, turns and error turns. Read off the projections alone."""
     arms = {}
     for agent in agents:
-        key = (agent.program_language, agent.doc_view_types)
-        arm = arms.setdefault(key, {"language": key[0], "doc_view_types": key[1], "agents": [], "turns": 0,
-                                    "error_turns": 0, "calls": Counter(), "docs_view": 0, "search_results": 0,
-                                    "modes": set()})
+        label = arm_group(agent.program_language, agent.doc_view_types, agent.execution_mode)
+        arm = arms.setdefault(label, {"label": label, "language": agent.program_language,
+                                      "doc_view_types": agent.doc_view_types, "modes": set(), "agents": [], "turns": 0,
+                                      "error_turns": 0, "calls": Counter(), "docs_view": 0, "search_results": 0})
         arm["agents"].append(agent)
         arm["modes"].add(agent.execution_mode)
         arm["turns"] += agent.turns
@@ -45,11 +55,9 @@ def arms_comparison(agents: list[Agent]) -> dict:
         arm["calls"].update(agent.surface_calls)
         arm["docs_view"] += agent.context_bands.get("docs_view", 0)
         arm["search_results"] += agent.context_bands.get("search_results", 0)
-    ordered = sorted(arms.values(), key=lambda a: (not a["language"], a["language"], a["doc_view_types"]))
+    ordered = sorted(arms.values(), key=lambda a: (not a["language"], a["label"]))
     for arm in ordered:
         arm["modes"] = sorted(m for m in arm["modes"] if m)
-        arm["label"] = (f"{arm['language']} · {arm['doc_view_types'] or 'docViewTypes unreported'}" if arm["language"]
-                        else ", ".join(arm["modes"]) or "no surface reported")
         arm["call_count"] = sum(arm["calls"].values())
         arm["named"], arm["more"] = arm["agents"][:AGENTS_NAMED], max(len(arm["agents"]) - AGENTS_NAMED, 0)
     rank = {op.id: i for i, op in enumerate(OPERATIONS)}

@@ -237,7 +237,7 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
         "modules": [_module_overview(kind, group) for kind, group in stores_by_kind(stores)],
         "divergences": divergences,
         "refusalTotals": [{"operation": op, "refused": n} for op, n in refusals["totals"]],
-        "arms": [{"programLanguage": arm["language"] or None, "docViewTypes": arm["doc_view_types"] or None,
+        "arms": [{"arm": arm["label"], "programLanguage": arm["language"] or None, "docViewTypes": arm["doc_view_types"] or None,
                   "executionModes": arm["modes"], "agents": [a.agent_id for a in arm["agents"]],
                   "turns": arm["turns"], "errorTurns": arm["error_turns"], "calls": dict(arm["calls"]),
                   "docsViewTokens": arm["docs_view"], "searchResultsTokens": arm["search_results"]}

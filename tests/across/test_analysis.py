@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from runs.ingest import writer as ingest
 from runs.models import Run
+from runs.pages.arms import arm_group
 from runs.pages.report import build_report
 from tests.pages_helpers import rows, synthetic_stream
 from tests.streams import STREAMS, import_stream
@@ -68,7 +69,8 @@ def test_grouped_by_program_language_equals_the_sums_of_the_reports(viewer_clien
 
 def test_the_arm_groups_language_by_doc_view_types_and_filters_keep_matching_agents(viewer_client, corpus):
     result = viewer_client.get(reverse("runs:analysis"), {"group": "arm", "format": "json"}).json()
-    expected = expected_by(corpus, lambda d: f"{d['programLanguage'] or '—'} · {d['docViewTypes'] or '—'}")
+    expected = expected_by(corpus, lambda d: arm_group(d["programLanguage"], d["docViewTypes"], d["executionMode"]))
+    assert "no arm: tool calling" in expected and "— · —" not in expected
     assert {g["group"]: g["turns"] for g in result["groups"]} == {k: e["turns"] for k, e in expected.items()}
     only = viewer_client.get(reverse("runs:analysis"), {"group": "docViewTypes", "language": "java",
                                                         "format": "json"}).json()

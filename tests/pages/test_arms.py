@@ -13,7 +13,8 @@ pytestmark = pytest.mark.django_db
 def test_arms_side_by_side(viewer_client, run):
     html = get(viewer_client, "arms", run.pk)
     arms = [a for a, _ in rows(html, "data-arm")]
-    assert arms == ["java|none", "python|return+errors", "rust|return+parameters+errors", "typescript|return+errors", "|"]
+    assert arms == ["java · none", "python · return+errors", "rust · return+parameters+errors",
+                    "typescript · return+errors", "no arm: tool calling"]
     figures = dict(rows(html, "data-row"))
     assert figures["turns"] == "Turns 3 2 1 1 1"
     assert figures["error_turns"] == "Error turns 0 1 0 0 0"

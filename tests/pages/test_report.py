@@ -188,8 +188,7 @@ def test_the_report_carries_the_figures_the_roster_refusals_and_arms_pages_show(
     assert totals == [(t["operation"], str(t["refused"])) for t in doc["refusalTotals"]]
 
     arms = page("arms")
-    assert [key for key, _ in rows(arms, "data-arm")] == [
-        f"{a['programLanguage'] or ''}|{a['docViewTypes'] or ''}" for a in doc["arms"]]
+    assert [key for key, _ in rows(arms, "data-arm")] == [a["arm"] for a in doc["arms"]]
     figures = dict(rows(arms, "data-row"))
     assert figures["turns"].split()[1:] == [str(a["turns"]) for a in doc["arms"]]
     assert figures["error_turns"].split()[2:] == [str(a["errorTurns"]) for a in doc["arms"]]
