@@ -40,7 +40,7 @@ CONTEXT_BANDS = ("system", "user_prompt", "assistant", "tool_output", "compiler_
                  "file_view", "text_view", "docs_view", "search_results", "skill", "memory", "task_list",
                  "history")
 INDENT_LEVELS = 10  # nesting levels drawn as indentation (ForestRow.indent)
-AGENTS_SHOWN = 500  # the roster's rows a page (a run of thousands of agents is listed in pages)
+AGENTS_SHOWN = 200  # the roster's rows a page (a run of thousands of agents is listed in pages)
 # What the tab reads of no agent (one agent's page does): its timing and context figures were 4.9 of the
 # 12.4 MB of agent JSON on a run of 12,747 agents.
 ROSTER_UNREAD = ("material", "timing", "context_bands", "error_turns", "error_types", "error_facts")
