@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from runs.ingest import writer as ingest
 from runs.models import Run
+from runs.pages.agents import AGENTS_SHOWN
 from runs.pages.common import agent_values
 from runs.pages.profiles import PROFILE_FIELDS
 from tests.paths import GG_FIXTURES
@@ -70,8 +71,10 @@ def test_chains_deeper_than_python_recurses_are_drawn_with_their_depth_said(view
         pages.append(viewer_client.get(url).content.decode())
         later = re.search(r'id="agents-later" href="(\?agents=\d+)"', pages[-1])
         url = reverse("runs:agents", args=(run.pk,)) + later.group(1) if later else None
-    assert len(pages) == 5 and "Agents 1–500 of 2,401 in forest order" in pages[0]
-    assert "Agents 2,001–2,401 of 2,401" in pages[-1] and 'id="agents-earlier" href="?agents=1500"' in pages[-1]
+    size, last = AGENTS_SHOWN, (2 * deep) // AGENTS_SHOWN * AGENTS_SHOWN  # the last page's first index
+    assert len(pages) == last // size + 1 and f"Agents 1–{size} of 2,401 in forest order" in pages[0]
+    assert f"Agents {last + 1:,}–2,401 of 2,401" in pages[-1]
+    assert f'id="agents-earlier" href="?agents={last - size}"' in pages[-1]
     order = [agent for page in pages for agent, _ in rows(page, "data-agent")]
     assert order == ["root", *(f"s{i}" for i in range(1, deep + 1)), *(f"e{i}" for i in range(1, deep + 1))]
     html = "".join(pages)
