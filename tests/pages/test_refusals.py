@@ -60,18 +60,18 @@ def test_the_roster_reads_the_same_few_rows_and_exact_counts_whatever_its_size(
     with django_assert_num_queries(QUERIES):
         html = get(viewer_client, "refusals", run.pk)
     shell, board = turns * per_turn, turns
-    assert f'<b id="refused-total">{shell + board}</b>' in html
-    assert f'<b id="suppressed-total">{2 * (turns // 10)}</b>' in html
+    assert f'<b id="refused-total">{shell + board:,}</b>' in html
+    assert f'<b id="suppressed-total">{2 * (turns // 10):,}</b>' in html
     start = html.index('id="refusal-totals"')
     totals = dict(rows(html[start:html.index("</table>", start)], "data-operation"))
-    assert totals == {"shell.shell": f"shell.shell {shell}", "board.create_issue": f"board.create_issue {board}"}
+    assert totals == {"shell.shell": f"shell.shell {shell:,}", "board.create_issue": f"board.create_issue {board:,}"}
     groups = [text.split(" Turn ")[0] for op, text in rows(html, "data-operation") if " Turn " in text]
     assert groups == [
-        f"gg.shell.shell {shell}× turns 1–{turns} · unavailable not offered (+1 other message)",
+        f"gg.shell.shell {shell:,}× turns 1–{turns} · unavailable not offered (+1 other message)",
         f"gg.board.create_issue {board}× turns 1–{turns} · denied read-only"]
     entries = [t for t in rows(html, "data-turn") if "gg's cap" not in t[1]]
     assert len(entries) == 2 * GROUP_ROWS_SHOWN  # each group's first rows, the rest counted
-    assert f"… and {shell - GROUP_ROWS_SHOWN} more of this call" in html
+    assert f"… and {shell - GROUP_ROWS_SHOWN:,} more of this call" in html
     assert "earliest" not in html
 
 
