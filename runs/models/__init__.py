@@ -33,8 +33,9 @@ class Run(models.Model):
     # adds or changes a projection, so a run folded before it reads as stale until it is rebuilt.
     # 2: the Timeline's lanes, spans and buckets (0024); 3: refusals matched and grouped (0028);
     # 4: the message pool's ledger (0029); 5: the Timeline's buckets mark their calls by slot (0032);
-    # 6: usage naming no slot is the session summary's one slot's (0035)
-    FOLD_GENERATION = 6
+    # 6: usage naming no slot is the session summary's one slot's (0035); 7: a refusal line of an agent
+    # that reported no arm read by any arm's spelling (0036)
+    FOLD_GENERATION = 7
 
     class Status(models.TextChoices):
         QUEUED = "queued"

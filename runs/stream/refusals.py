@@ -16,11 +16,19 @@ SUPPRESSED_LINE = re.compile(r"(?P<n>\d+) further refused call\(s\) were not rec
 
 @functools.cache
 def _catalogue_names(language: str) -> dict[str, str]:
-    """The catalogue's operations by id and (in an arm) by the arm's spelling: the same for every
-    agent of a language, spelled once per process."""
+    """The catalogue's operations by id and by the arm's spelling: the same for every agent of a
+    language, spelled once per process. An agent that has reported no arm (no surface yet, or one
+    this console does not know) still wrote its program in one: any arm's spelling that names a
+    single operation reads as it, so its refusal lines pair with their failed results."""
     names = {op.id: op.id for op in OPERATIONS}
     if language in ARMS:
         names.update({spell(language, op.id): op.id for op in OPERATIONS})
+        return names
+    spelled: dict[str, set] = {}
+    for arm in ARMS:
+        for op in OPERATIONS:
+            spelled.setdefault(spell(arm, op.id), set()).add(op.id)
+    names.update({name: ops.pop() for name, ops in spelled.items() if len(ops) == 1 and name not in names})
     return names
 
 

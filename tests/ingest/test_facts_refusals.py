@@ -47,13 +47,29 @@ def test_refusal_counts_folded_chunk_by_chunk_equal_the_page_and_a_rebuild(chunk
     ingest.append(run, _late_surface(synthetic_stream(1200)), chunk_lines=chunk_lines)
     incremental, dump = _counts(run), projection_dump(run)
     assert incremental == _page(run)
-    # Before the surface, gg's quoted name reads as no operation of the agent's: a call of its own.
-    assert incremental[1]["late"] == {"gg.shell.shell": 1, "shell.shell": 2}
+    # Before the surface, gg's quoted name reads by any arm's spelling: each line pairs with its result.
+    assert incremental[1]["late"] == {"shell.shell": 2}
     assert incremental[0] > 100
     run_facts.refresh(Run.objects.get(pk=run.pk))
     assert _counts(run) == incremental
     rebuild.rebuild_projections(run)
     assert projection_dump(run) == dump and _counts(run) == incremental
+
+
+@pytest.mark.parametrize("chunk_lines", [1, 20_000])
+def test_an_agent_that_reported_no_surface_has_each_refusal_counted_once(chunk_lines):
+    """Its lines read by whichever arm spells the quoted name (a Rust and a TypeScript spelling here),
+    each paired with its failed result; a name no arm spells stays a refusal of its own."""
+    run = Run.objects.create(name="no-surface")
+    records = [{"type": "agent_spawned", "agentId": "w", "profileId": "worker", "depth": 1},
+               {"type": "turn_started", "agentId": "w"}]
+    for written, operation in [("gg::board::create_issue", "board.create_issue"), ("gg.files.readFile", "files.read_file")]:
+        records += [{"type": "api_result", "agentId": "w", "operation": operation, "ok": False, "failure": "unavailable"},
+                    {"type": "log", "agentId": "w", "level": "warn", "message": LINE.format(written, "not offered")}]
+    records.append({"type": "log", "agentId": "w", "level": "warn", "message": LINE.format("gg.nowhere", "not offered")})
+    ingest.append(run, records, chunk_lines=chunk_lines)
+    want = {"w": {"board.create_issue": 1, "files.read_file": 1, "gg.nowhere": 1}}
+    assert _counts(run) == (3, want) and _page(run) == (3, want)
 
 
 def _refusing(turn: int, op: str, failure: str, *, line_first: bool, message: str) -> list[dict]:
