@@ -1,6 +1,9 @@
 """Tags for inspecting steps: times in milliseconds and offsets, links to a turn, an event and an
 operation's reference entry, and the stacked turn-timing bars."""
 
+import math
+from datetime import timedelta
+
 from django import template
 from django.urls import reverse
 from django.utils.html import escape
@@ -8,6 +11,7 @@ from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
 from runs.access import turn_url, turn_url_base
+from runs.templatetags.runs_extras import duration
 from surfaces.arms import LANGUAGES
 
 register = template.Library()
@@ -15,9 +19,12 @@ register = template.Library()
 
 @register.filter
 def ms(value):
-    """A duration in milliseconds: 0.3 -> "0.3 ms", 49.754 -> "49.8 ms", 12300 -> "12.30 s"; None -> "—"."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    """A duration in milliseconds: 0.3 -> "0.3 ms", 49.754 -> "49.8 ms", 12300 -> "12.30 s", a minute and
+    more as a duration reads ("2h 51m"); None -> "—"."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         return "—"
+    if 60_000 <= value < 1e15:  # past a day's thousands of years, timedelta cannot hold it
+        return duration(timedelta(milliseconds=value))
     if abs(value) >= 1000:
         return f"{value / 1000:.2f} s"
     return f"{value:.1f} ms" if value != int(value) or abs(value) < 10 else f"{int(value)} ms"

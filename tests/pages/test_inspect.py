@@ -14,6 +14,7 @@ from runs.models import Event
 from runs.pages import calls
 from runs.pages.report import build_report
 from runs.ingest.writer import append
+from runs.templatetags.inspect import ms
 from tests.ingest_helpers import new_run
 from tests.pages_helpers import authored, rows
 
@@ -87,3 +88,9 @@ def test_pooling_an_agents_open_turn_leaves_its_stored_timing_as_it_was():
                                                      "n": {"tokens": 10, "ms": 0, "turns": 0}}
         assert call_times.pools(timing, "m")[0] == call_times.pooled(timing)
     assert timing == stored
+
+
+def test_times_past_a_minute_read_as_durations():
+    """Milliseconds as an operator reads them: a pooled model time of hours is not '10303.47 s'."""
+    assert [ms(v) for v in (0.3, 49.754, 12_300, 59_999, 60_000, 10_303_470, float("nan"), None)] == [
+        "0.3 ms", "49.8 ms", "12.30 s", "60.00 s", "1m 00s", "2h 51m", "—", "—"]
