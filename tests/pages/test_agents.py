@@ -243,3 +243,13 @@ def test_a_profiles_instance_count_opens_the_roster_of_its_instances(viewer_clie
     assert f'href="?profile={key}&amp;agents=1"' in paged  # its pages keep the profile
     none = get(viewer_client, "agents", run.pk, query="profile=%3Cnope%3E")
     assert "No agent runs under this profile." in none and "<b>&lt;nope&gt;</b>" in none
+
+
+def test_an_agents_page_links_its_first_and_last_turn_once_each(viewer_client):
+    run = Run.objects.create(name="turn-links")
+    ingest.append(run, [{"type": "turn_started", "agentId": "one"},
+                        *({"type": "turn_started", "agentId": "three"} for _ in range(3))])
+    one = viewer_client.get(reverse("runs:agent", args=(run.pk, "one"))).content.decode()
+    three = viewer_client.get(reverse("runs:agent", args=(run.pk, "three"))).content.decode()
+    assert one.count("/agents/one/turns/1/") == 1 and "Turn 1 (its only one)" in one and "(last)" not in one
+    assert ">Turn 1</a>" in three and ">Turn 3 (last)</a>" in three
