@@ -91,8 +91,9 @@ def agent_page(request, pk, agent_id):
     before = request.GET.get("programs_before", "")
     before = whole_number(before)  # anything else (None): the latest programs
     programs, more_programs = agent_programs(run, agent.agent_id, before=before)
+    feed = f"{reverse('runs:feed', args=(run.pk,))}?{urlencode({'agent': agent.agent_id})}"
     return render(request, "runs/agent.html", run_context(
-        run, "agents", agent=agent, surface=surface, call_surface=call_surface(agent),
+        run, "agents", agent=agent, surface=surface, call_surface=call_surface(agent), feed=feed,
         not_offered=reference_not_offered(agent, surface), holdings=agent_holdings(agent),
         programs=programs, more_programs=more_programs, programs_before=before, context=agent_context_bands(run, agent),
         material=material.agent_material(run, agent),
