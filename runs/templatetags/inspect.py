@@ -23,7 +23,7 @@ def ms(value):
     more as a duration reads ("2h 51m"); None -> "—"."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         return "—"
-    if 60_000 <= value < 1e15:  # past a day's thousands of years, timedelta cannot hold it
+    if 60_000 <= value < 1e15:  # 31,000 years: beyond, timedelta(milliseconds=) overflows; such a figure stays in s
         return duration(timedelta(milliseconds=value))
     if abs(value) >= 1000:
         return f"{value / 1000:.2f} s"
