@@ -34,7 +34,8 @@ def _catalogue_names(language: str) -> dict[str, str]:
 
 def names_to_operations(apis, language: str) -> dict[str, str]:
     """Every way an agent with this surface could have written an operation -> the operation."""
-    names = dict(_catalogue_names(language))
+    # Any language no arm has is one key: the cache holds twelve entries whatever a stream reports.
+    names = dict(_catalogue_names(language if language in ARMS else ""))
     for api in apis if isinstance(apis, list) else ():
         if isinstance(api, dict):
             functions = api.get("functions")

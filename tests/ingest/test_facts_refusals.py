@@ -9,6 +9,7 @@ from runs.ingest import writer as ingest
 from runs.models import RefusalGroup, RefusalRow, Run, RunFacts
 from runs.pages.common import run_agents
 from runs.pages.refusals import run_refusals
+from runs.stream.refusals import _catalogue_names, names_to_operations
 from tests.pages_helpers import synthetic_stream
 from tests.streams import projection_dump
 
@@ -111,3 +112,10 @@ def test_refusals_far_apart_agree_between_the_facts_and_the_page(chunk_lines):
     entries = RefusalRow.objects.filter(run=run, entry=True)
     assert entries.count() == 9
     assert not RefusalRow.objects.filter(run=run, kind=RefusalRow.LINE, partner__isnull=True).exists()
+
+
+def test_the_names_a_line_may_quote_are_kept_once_per_arm_whatever_the_languages_reported():
+    """A stream's agents reporting thousands of made-up languages do not grow the per-language names."""
+    for i in range(300):
+        assert names_to_operations([], f"lang-{i}")["gg::board::create_issue"] == "board.create_issue"
+    assert _catalogue_names.cache_info().currsize <= 12
