@@ -46,3 +46,15 @@ def test_overview_error_turns_by_kind_with_types_beneath(viewer_client, run):
     assert rows(html, "data-error-kind") == [("program_fault", "program_fault 2× program_throw 2×"),
                                              ("model_api", "model_api 1× model_length_capped 1×"),
                                              ("transpile", "transpile 1× transpile_syntax 1×")]
+
+
+def test_the_failures_by_class_link_the_failed_calls_in_the_feed(viewer_client, run):
+    """Each failure list links the run's failed calls of its kind; the feed lists as many as it counts."""
+    html = get(viewer_client, "detail", run.pk)
+    run.refresh_from_db()
+    for kind, tallies, anchor in (("tool", run.tool_failures, "tool-failures-feed"),
+                                  ("call", run.api_failures, "api-failures-feed")):
+        assert tallies, kind  # the fixture run fails calls of both kinds
+        assert f'id="{anchor}" href="/runs/{run.pk}/feed/?kind={kind}&amp;failed=1"' in html
+        listed = viewer_client.get(f"/runs/{run.pk}/feed/rows?kind={kind}&failed=1&after=0").json()["rows"]
+        assert listed == sum(tallies.values()), kind
