@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 from django.http import Http404, JsonResponse
 from django.urls import NoReverseMatch, Resolver404, resolve, reverse
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 
 from runs.models import IngestToken, Run
 from runs.stream.record import whole_number
@@ -98,6 +98,11 @@ def _linkable(view: str, key: str, value: str) -> bool:
 def agent_url(run_pk, agent_id) -> str:
     """The agent's page, or "" for an id `agent_linkable` refuses."""
     return reverse("runs:agent", args=(run_pk, agent_id)) if agent_linkable(agent_id) else ""
+
+
+def agent_feed_url(run_pk, agent_id) -> str:
+    """The run's feed filtered to the agent's records (a query string carries any id)."""
+    return f"{reverse('runs:feed', args=(run_pk,))}?{urlencode({'agent': agent_id})}"
 
 
 def store_url(run_pk, module_id) -> str:

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 
 from django.http import Http404
 from django.shortcuts import render
-from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from runs.access import agent_url, run_or_404
+from runs.access import agent_feed_url, agent_url, run_or_404
 from runs.stream.record import as_list, gg_record, whole_number
 from runs.stream.prices import model_prices
 from runs.stream.usage import breakdown_bands
@@ -56,24 +55,23 @@ def agents_page(request, pk):
     agents = agent_values(run, TAB_FIELDS)
     table = model_prices()
     forest = agent_forest(agents)
+    key_of = group_keys(run, agents)
     profile = request.GET.get("profile")  # one profile's instances: the per-profile counts link here
     if profile is not None:
-        key_of = group_keys(run, agents)
         forest = [row for row in forest if key_of[row.agent.pk] == profile]
     shown, pages = paged(forest, request.GET.get("agents"), AGENTS_SHOWN)
     whole = run.agents.defer(*ROSTER_UNREAD).in_bulk([row.agent.pk for row in shown])
     for row in shown:
         row.agent = whole.get(row.agent.pk, row.agent)
-    feed = reverse("runs:feed", args=(run.pk,))
     # Each figure links where it comes from: the agent's turn rows and failed calls in the feed, its
     # calls per operation and its error turns on its page.
     rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent),
              "spend": agent_spend(row.agent, table), "href": agent_url(run.pk, row.agent.agent_id),
-             "feed": f"{feed}?{urlencode({'agent': row.agent.agent_id})}"} for row in shown]
+             "feed": agent_feed_url(run.pk, row.agent.agent_id)} for row in shown]
     holdings = run_holdings(run, agents)
     modules = profile_modules(run, agents, holdings, store_index(run, agents, holdings),
                               run_divergences(run, agents, holdings))
-    profiles = profile_rows(run, agents)
+    profiles = profile_rows(run, agents, key_of)
     for p in profiles:
         p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": [], "count": 0, "more": 0})
     return render(request, "runs/agents.html", run_context(
@@ -91,9 +89,9 @@ def agent_page(request, pk, agent_id):
     before = request.GET.get("programs_before", "")
     before = whole_number(before)  # anything else (None): the latest programs
     programs, more_programs = agent_programs(run, agent.agent_id, before=before)
-    feed = f"{reverse('runs:feed', args=(run.pk,))}?{urlencode({'agent': agent.agent_id})}"
     return render(request, "runs/agent.html", run_context(
-        run, "agents", agent=agent, surface=surface, call_surface=call_surface(agent), feed=feed,
+        run, "agents", agent=agent, surface=surface, call_surface=call_surface(agent),
+        feed=agent_feed_url(run.pk, agent.agent_id),
         not_offered=reference_not_offered(agent, surface), holdings=agent_holdings(agent),
         programs=programs, more_programs=more_programs, programs_before=before, context=agent_context_bands(run, agent),
         material=material.agent_material(run, agent),

@@ -60,10 +60,11 @@ PROFILE_FIELDS = ("profile_id", "model_id", "usage", "last_breakdown", "turns", 
                   "tools", "apis", "withheld", "api_calls", "tool_calls", "api_failures", "tool_failures", "api_tools")
 
 
-def profile_rows(run: Run, agents: list[Agent]) -> list[dict]:
+def profile_rows(run: Run, agents: list[Agent], key_of: dict | None = None) -> list[dict]:
+    """Per profile group, its figures (`key_of`: each agent's group, `group_keys`, when the caller has it)."""
     configured = profiles(run.capability_set)
     groups: dict[str, list[Agent]] = {profile_key(p): [] for p in configured}
-    key_of = group_keys(run, agents)
+    key_of = group_keys(run, agents) if key_of is None else key_of
     for a in agents:
         groups.setdefault(key_of[a.pk], []).append(a)
     run_tokens = total_tokens((run.usage or {}).get("tokens")) or 0
