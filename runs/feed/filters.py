@@ -1,4 +1,5 @@
-"""What a filtered feed shows: agent, kind, operation or tool, failed only, and words to search for.
+"""What a filtered feed shows: agent, kind, operation or tool, failed only, a failed result's failure
+class, and words to search for.
 
 A filter is read from the page's URL (so a filtered view can be shared) and from the socket's query
 string, and works in two steps: `events` narrows the stored events in the database (indexed columns,
@@ -14,6 +15,7 @@ from django.db.models.expressions import RawSQL
 
 from runs.feed import search
 from runs.feed.rows import KINDS, PANEL_KINDS, RENDERERS
+from runs.stream.vocabulary import SHORT_MAX, UNCLASSIFIED
 
 # The event types each row kind comes from (runs.feed.rows.RENDERERS); "other" is every type the
 # feed shows raw.
@@ -33,8 +35,9 @@ KIND_TYPES = {
 # Where a failed row (tone "fail") can come from besides a result, a program or an error log with ok
 # false (a turn_outcome drives panels: its row is raw, never failed).
 FAIL_TYPES = ("session_ended", "host:system")
+RESULT_TYPES = ("api_result", "tool_result")  # the rows a failure class is read from (kinds call, tool)
 
-FIELDS = ("agent", "kind", "op", "failed", "q")
+FIELDS = ("agent", "kind", "op", "failed", "failure", "q")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class FeedFilter:
     kind: str = ""
     op: str = ""  # an operation id (api_call) or a tool name (tool_call)
     failed: bool = False
+    failure: str = ""  # a failed result's class, as the fold counts it (UNCLASSIFIED: it named none)
     q: str = ""  # words every matching record holds
 
     @classmethod
@@ -55,11 +59,12 @@ class FeedFilter:
 
         kind = get("kind")
         return cls(agent=get("agent"), kind=kind if kind in KINDS else "", op=get("op"),
-                   failed=get("failed") in ("1", "on", "true", "yes"), q=" ".join(search.words(get("q"))))
+                   failed=get("failed") in ("1", "on", "true", "yes"), failure=get("failure")[:SHORT_MAX],
+                   q=" ".join(search.words(get("q"))))
 
     @property
     def active(self):
-        return bool(self.agent or self.kind or self.op or self.failed or self.q)
+        return bool(self.agent or self.kind or self.op or self.failed or self.failure or self.q)
 
     def query(self) -> str:
         """The filter as a URL query (without the "?"), only the fields set."""
@@ -69,7 +74,7 @@ class FeedFilter:
     @property
     def words_only(self):
         """Only words to search for: the index alone says which events match."""
-        return bool(self.q) and not (self.agent or self.kind or self.op or self.failed)
+        return bool(self.q) and not (self.agent or self.kind or self.op or self.failed or self.failure)
 
     def events(self, run_pk, *, words=True) -> Q:
         """A Q over one run's Event rows: every event whose row may match (more is fine, never fewer);
@@ -87,6 +92,9 @@ class FeedFilter:
             # A program or a log stored before its ok was a column has none until the run is rebuilt.
             where &= (Q(ok=False) | Q(type__in=FAIL_TYPES)
                       | Q(type__in=("code_execution", "log"), ok__isnull=True))
+        if self.failure:
+            where &= Q(type__in=RESULT_TYPES, ok=False) & Q(failure__in={self.failure, ""} if self.failure == UNCLASSIFIED
+                                                            else {self.failure})
         matching = search.matching_seqs_sql(run_pk, self.q) if words else None
         if matching is not None:
             where &= Q(seq__in=RawSQL(*matching))
@@ -97,7 +105,9 @@ class FeedFilter:
         # which keeps every record.
         kind = row.kind != "raw" if not self.kind else self.kind in ("raw", row.kind)
         return ((not self.agent or row.agent == self.agent) and kind
-                and (not self.failed or row.tone == "fail"))
+                and (not self.failed or row.tone == "fail")
+                and (not self.failure or (row.kind in ("call", "tool") and row.tone == "fail"
+                                          and (row.failure or UNCLASSIFIED) == self.failure)))
 
 
 NO_FILTER = FeedFilter()

@@ -23,6 +23,8 @@ def run_feed(request, pk):
     operations = set()
     for api_calls, tool_calls in run.agents.values_list("api_calls", "tool_calls"):
         operations.update(api_calls or {}, tool_calls or {})
+    # The failure classes the run counted, and one typed into the URL (so the form shows what is applied).
+    failures = {*(run.tool_failures or {}), *(run.api_failures or {}), *([flt.failure] if flt.failure else [])}
     query = flt.query()
     # Where the window opens: a seq, turn or time in the URL (a shared address), else the end.
     jump = {k: request.GET[k][:40] for k in ("seq", "turn", "time") if request.GET.get(k)}
@@ -32,6 +34,7 @@ def run_feed(request, pk):
         agents=agents if len(agents) <= AGENTS_LISTED else None,
         kinds=KINDS,
         operations=sorted(operations),
+        failures=sorted(failures),
         filter=flt,
         rows_url=reverse("runs:feed_rows", args=[run.pk]) + (f"?{query}" if query else ""),
         socket_path=f"/ws/runs/{run.pk}/feed/" + (f"?{query}" if query else ""),

@@ -218,8 +218,9 @@
     }
   });
   // A filter change is a new URL: the server filters, the view can be shared.
-  ["feed-agent", "feed-kind", "feed-failed"].forEach(function (id) {
-    document.getElementById(id).addEventListener("change", function () { filters.requestSubmit(); });
+  ["feed-agent", "feed-kind", "feed-failed", "feed-failure"].forEach(function (id) {
+    var field = document.getElementById(id);  // the failure class is offered once the run has one
+    if (field) field.addEventListener("change", function () { filters.requestSubmit(); });
   });
   document.getElementById("feed-jump").addEventListener("submit", function (e) {
     e.preventDefault();

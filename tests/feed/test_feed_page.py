@@ -24,7 +24,19 @@ def test_feed_page_carries_its_filter_to_the_socket_and_the_pages_of_rows(viewer
     assert '<option value="agent-1" selected>agent-1</option>' in html
     assert 'value="a &lt;b&gt;"' in html and 'name="failed" value="1" checked' in html
     assert 'aria-current="page">Feed</a>' in html
+    assert 'id="feed-failure"' not in html  # the run failed nothing: no class to offer
     assert 'id="feed-rows" class="feed-rows" aria-live="polite"></div>' in html  # the script fills it
+
+
+def test_the_feed_offers_the_failure_classes_the_run_counted(viewer_client):
+    run = Run.objects.create(name="failing")
+    append(run, [{"type": "tool_result", "name": "shell", "ok": False, "failure": "timeout"},
+                 {"type": "api_result", "operation": "files.read_file", "ok": False}])
+    html = viewer_client.get(reverse("runs:feed", args=[run.pk]) + "?failure=%3Cb%3E").content.decode()
+    offered = html[html.index('id="feed-failure"'):html.index("</select>", html.index('id="feed-failure"'))]
+    assert 'value="&lt;b&gt;" selected' in offered  # as the URL asked for it, escaped
+    assert [v for v in ("timeout", "unclassified") if f'<option value="{v}">' in offered] == ["timeout", "unclassified"]
+    assert f'data-socket="/ws/runs/{run.pk}/feed/?failure=%3Cb%3E"' in html
 
 
 def test_a_run_of_more_agents_than_a_list_holds_takes_a_typed_agent_id(viewer_client):

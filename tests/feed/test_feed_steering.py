@@ -37,6 +37,23 @@ async def test_the_server_filters_the_live_tail(cookie):
     await comm.disconnect()
 
 
+async def test_the_live_tail_keeps_one_failure_class(cookie):
+    """A failure class keeps the failed results that name it (unclassified: those naming none); an
+    error log, a failed program or a result of another class is not one."""
+    run = await new_run(logs("old"))
+    comm = await open_socket(run, cookie, "after=1&failure=unclassified")
+    result = {"type": "tool_result", "name": "shell", "ok": False}
+    await store(run, [{**result, "failure": "timeout"}, result, {"type": "log", "level": "error", "message": "x"},
+                      {"type": "code_execution", "ok": False}, {**result, "ok": True},
+                      {"type": "api_result", "operation": "files.read_file", "ok": False}])
+    got = []
+    while not got or cursor(message) < 7:
+        message = await comm.receive_from(timeout=5)
+        got += seqs(message)
+    assert got == [3, 7]
+    await comm.disconnect()
+
+
 async def test_an_acknowledging_page_has_at_most_two_messages_in_flight(cookie, monkeypatch):
     monkeypatch.setattr(consumers.FeedConsumer, "pass_seconds", 0)
     run = await new_run(logs(*[f"m{i}" for i in range(consumers.BATCH * 5)]))

@@ -31,7 +31,8 @@ def records(n):
         elif kind == 1:
             rec = {"type": "api_call", "operation": "files.read_file"}
         elif kind == 2:
-            rec = {"type": "api_result", "operation": "files.read_file", "ok": i % 4 != 0, "summary": f"read {i}"}
+            rec = {"type": "api_result", "operation": "files.read_file", "ok": i % 4 != 0, "summary": f"read {i}",
+                   **({"failure": "not-found"} if i % 24 == 8 else {})}  # the other failures name no class
         elif kind == 3:
             rec = {"type": "tool_call", "name": "shell", "args": {"cmd": f"echo {i}"}}
         elif kind == 4:
@@ -88,6 +89,8 @@ FILTERS = [
     FeedFilter(op="files.read_file"),
     FeedFilter(op="shell"),
     FeedFilter(failed=True),
+    FeedFilter(failure="not-found"),
+    FeedFilter(failure="unclassified", agent="helper-2"),
     FeedFilter(q="kiwi"),
     FeedFilter(q="kiwi", agent="helper-2"),
     FeedFilter(kind="other"),
@@ -111,6 +114,11 @@ def test_pages_walk_the_run_both_ways_and_filter_like_a_full_render(run, flt, mo
     assert walk_forward(run, flt, rows=11) == wanted
     if flt.kind == "other":
         assert wanted == []
+    if flt.failure:  # a class keeps its failed results only, as many as the fold counted
+        failed = Event.objects.filter(run=run, seq__in=wanted, type="api_result", ok=False).count()
+        assert failed == len(wanted) > 0
+        assert len(wanted) == sum(a.api_failures.get(flt.failure, 0) for a in run.agents.all()
+                                  if not flt.agent or a.agent_id == flt.agent)
 
 
 def test_a_filtered_page_shows_rows_as_the_unfiltered_feed_does(run):

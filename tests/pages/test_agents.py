@@ -141,10 +141,14 @@ def test_agent_page_holdings_failures_programs_and_context(viewer_client, run):
     assert holdings["archive"] == "archive — off created yes — —"  # disabled kinds are rows too
     assert rows(html, "data-error-kind") == [("program_fault", "program_fault 1× program_unknown_name 1×")]
     api = html[html.index('id="api-failures"'):][:400]
-    assert "unavailable</code> <b>3×" in api and "not-found</code> <b>1×" in api
-    # the failed calls in the feed: as many rows as the classes count
+    # the failed calls in the feed: as many rows as the classes count, and each class's as it counts
     assert f'id="api-failures-feed" href="/runs/{run.pk}/feed/?agent=root&amp;kind=call&amp;failed=1"' in html
     assert viewer_client.get(f"/runs/{run.pk}/feed/rows?agent=root&kind=call&failed=1&after=0").json()["rows"] == 4
+    feed = f"/runs/{run.pk}/feed/?agent=root&amp;kind=call&amp;failed=1&amp;failure="
+    for cls, n in (("unavailable", 3), ("not-found", 1)):
+        assert f'{cls}</code> <a href="{feed}{cls}" title="these failed calls in the feed"><b>{n}×' in api
+        query = f"agent=root&kind=call&failed=1&failure={cls}&after=0"
+        assert viewer_client.get(f"/runs/{run.pk}/feed/rows?{query}").json()["rows"] == n
     programs = html[html.index('id="programs"'):]
     assert programs.count('class="program ok"') == 1 and programs.count('class="program failed"') == 1
     assert "ApiError: `gg.shell.shell` is not available" in programs

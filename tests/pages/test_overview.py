@@ -58,3 +58,7 @@ def test_the_failures_by_class_link_the_failed_calls_in_the_feed(viewer_client, 
         assert f'id="{anchor}" href="/runs/{run.pk}/feed/?kind={kind}&amp;failed=1"' in html
         listed = viewer_client.get(f"/runs/{run.pk}/feed/rows?kind={kind}&failed=1&after=0").json()["rows"]
         assert listed == sum(tallies.values()), kind
+        for cls, n in tallies.items():  # and each class's count links to its own
+            query = f"kind={kind}&failed=1&failure={cls}"
+            assert f'<a href="/runs/{run.pk}/feed/?{query.replace("&", "&amp;")}"' in html
+            assert viewer_client.get(f"/runs/{run.pk}/feed/rows?{query}&after=0").json()["rows"] == n, (kind, cls)
