@@ -1,5 +1,6 @@
 """A run's Overview tab (templates/runs/run_detail.html): the runtime card, the rates, the cost and
-tokens widgets, the declared profiles and the rejected lines. Tests: tests/pages/test_overview.py,
+tokens widgets, the machines that drove it (runs.pages.machines), the declared profiles and the
+rejected lines. Tests: tests/pages/test_overview.py,
 tests/pages/test_costs_rates.py, tests/ingest/test_ingest_pages.py. (The runs list is runs.across.)
 """
 
@@ -16,6 +17,7 @@ from runs.stream.profiles import profile_key, profiles
 from runs.stream.record import as_list, parse_timestamp
 from runs.models import Agent, RejectedLine, Run
 from runs.pages.common import run_context
+from runs.pages.machines import run_machines
 from runs.stream.call_times import pools
 
 
@@ -25,6 +27,7 @@ def overview_page(request, pk):
     context = run_context(run, "overview", profiles=run_profiles(run), rejected_lines=run_rejected_lines(run))
     context["clocks"] = run_clocks(run, duration=context["header"]["duration"])
     context["rates"], context["costs"] = run_rates(run), context["header"]["spend"]
+    context["machines"] = run_machines(run)
     return render(request, "runs/run_detail.html", context)
 
 
