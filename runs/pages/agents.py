@@ -59,6 +59,13 @@ def agents_page(request, pk):
     profile = request.GET.get("profile")  # one profile's instances: the per-profile counts link here
     if profile is not None:
         forest = [row for row in forest if key_of[row.agent.pk] == profile]
+    # The incarnations that stood in one state of a machine: the Overview's machine counts link here.
+    machine, state = request.GET.get("machine", ""), request.GET.get("state")
+    if state is not None:
+        forest = [row for row in forest if row.agent.fsm_state == state and row.agent.fsm_id == machine]
+    kept = {"profile": profile} if profile is not None else {}  # what the roster's page links carry
+    if state is not None:
+        kept.update(machine=machine, state=state)
     shown, pages = paged(forest, request.GET.get("agents"), AGENTS_SHOWN)
     whole = run.agents.defer(*ROSTER_UNREAD).in_bulk([row.agent.pk for row in shown])
     for row in shown:
@@ -75,8 +82,8 @@ def agents_page(request, pk):
     for p in profiles:
         p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": [], "count": 0, "more": 0})
     return render(request, "runs/agents.html", run_context(
-        run, "agents", rows=rows, pages=pages, profiles=profiles, profile=profile,
-        keep=f"{urlencode({'profile': profile})}&" if profile is not None else ""))
+        run, "agents", rows=rows, pages=pages, profiles=profiles, profile=profile, machine=machine, state=state,
+        keep=f"{urlencode(kept)}&" if kept else ""))
 
 
 @require_GET
@@ -120,7 +127,8 @@ class ForestRow:
 
 # What `agent_forest` reads of an agent (a page that reads no more of them reads only these).
 FOREST_FIELDS = ("agent_id", "parent_agent_id", "parent_id", "predecessor_id", "transition_kind", "first_seq")
-TAB_FIELDS = tuple(dict.fromkeys((*FOREST_FIELDS, *STORE_FIELDS, *DIVERGENCE_FIELDS, *PROFILE_FIELDS)))
+TAB_FIELDS = tuple(dict.fromkeys((*FOREST_FIELDS, "fsm_id", "fsm_state", *STORE_FIELDS, *DIVERGENCE_FIELDS,
+                                  *PROFILE_FIELDS)))
 
 
 def agent_forest(agents: list[Agent]) -> list[ForestRow]:

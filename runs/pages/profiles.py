@@ -14,6 +14,7 @@ from collections import Counter
 from runs.models import Agent, Run
 from runs.pages.common import calls_once, tool_keyed
 from runs.pages.costs import agent_spend
+from runs.pages.machines import declared_states
 from runs.stream.prices import model_prices
 from runs.stream.profiles import find_profile, profile_key, profile_keys, profile_name, profiles
 from runs.stream.record import as_list
@@ -90,6 +91,7 @@ def profile_rows(run: Run, agents: list[Agent], key_of: dict | None = None) -> l
             "key": key or "(none)", "group": key,
             "name": profile_name(profile) if profile else (key or "(none)"),
             "configured": profile is not None,
+            "machine": bool(declared_states(profile)),  # a shell: its states run as their own profiles' instances
             "model": str((profile or {}).get("modelId") or "") or ", ".join(sorted({a.model_id for a in members if a.model_id})),
             "instances": len(members),
             "turns": turns,

@@ -58,6 +58,10 @@ def test_a_declared_machine_its_states_in_order_and_where_its_instance_stands(vi
     instance = html[html.index("<tbody>"):]
     assert 'href="/runs/%d/agents/agent-4/"' % run.pk in instance and "issue DEMO-1" in instance
     assert "<code>draft</code>" in instance and "<code>review</code>" in instance
+    # the shell has no instance of its own: the Agents tab says so rather than "never ran"
+    tab = get(viewer_client, "agents", run.pk)
+    assert "a machine: its states run under the profiles they name" in dict(rows(tab, "data-profile"))["review-flow"]
+    assert f'<a href="/runs/{run.pk}/#machine-1">its instances</a>' in tab
 
 
 def test_a_run_no_machine_drove_has_no_machine_card(viewer_client):
@@ -106,3 +110,20 @@ def test_paths_and_instances_are_bounded_and_the_page_reads_one_query_for_them(v
         return len(ctx.captured_queries)
 
     assert queries(small) == queries(large)
+
+
+def test_each_state_s_entries_link_the_incarnations_that_stood_in_it(viewer_client, monkeypatch):
+    from runs.pages import agents
+
+    monkeypatch.setattr(agents, "AGENTS_SHOWN", 4)
+    run = machine_run(chains=2, steps=7, last="write")  # 4 writes and 3 checks an instance
+    html = card(get(viewer_client, "detail", run.pk))
+    link = f"/runs/{run.pk}/agents/?machine=loop&amp;state=check#agent-roster"
+    assert f'<a href="{link}" title="the incarnations that stood in it">6× entered</a>' in html
+    roster = get(viewer_client, "agents", run.pk, query="machine=loop&state=check")
+    listed = rows(roster, "data-agent")
+    assert "stood in state <b>check</b> of machine <code>loop</code>" in roster
+    assert len(listed) == 4 and 'href="?machine=loop&amp;state=check&amp;agents=4"' in roster  # the next page keeps it
+    rest = rows(get(viewer_client, "agents", run.pk, query="machine=loop&state=check&agents=4"), "data-agent")
+    assert sorted(a for a, _ in listed + rest) == sorted(f"m{c}.{s}" for c in range(2) for s in (1, 3, 5))
+    assert "No incarnation stood in this state." in get(viewer_client, "agents", run.pk, query="machine=other&state=check")
