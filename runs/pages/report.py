@@ -20,6 +20,7 @@ from runs.pages.agents import agent_forest, agent_surface_counts
 from runs.pages.arms import arms_comparison
 from runs.pages.common import error_record, error_types_flat, run_agents, run_holdings
 from runs.pages.divergences import run_divergences
+from runs.pages.machines import run_machines
 from runs.pages.overview import run_clocks
 from runs.pages.refusals import run_refusals
 from runs.pages.store import first_revisions
@@ -77,6 +78,22 @@ def _module_overview(kind: str, stores) -> dict:
     o = kind_overview(stores)
     return {"kind": kind, "stores": o["stores"], "holders": o["holders"], "liveHolders": o["live"],
             "shared": o["shared"], "costPerTurn": o["cost"], "neverWritten": o["unwritten"]}
+
+
+def _machine(m) -> dict:
+    """A machine as the Overview shows it: its latest instances' latest steps (every step is an agent's
+    `fsmState`, chained by `predecessor`)."""
+    def step(s):
+        return {"state": s["fsm_state"], "agentId": s["agent_id"]}
+
+    return {"fsmId": m["id"] or None, "name": m["name"] or None, "declared": m["declared"],
+            "states": [{"name": s["name"], "agent": s["agent"] or None, "to": s["to"], "declared": s["declared"],
+                        "terminal": s["terminal"], "entries": s["entries"], "standing": s["standing"],
+                        "ended": s["ended"]} for s in m["states"]],
+            "instances": m["instance_count"],
+            "latest": [{"issueId": i["first"]["issue_id"] or None, "earlier": i["earlier"],
+                        "path": [step(s) for s in i["steps"]], "now": {**step(i["now"]), "status": i["now"]["status"]}}
+                       for i in m["instances"]]}
 
 
 def _revision(r) -> dict:
@@ -237,6 +254,7 @@ def build_report(run: Run, *, timing: bool = True) -> dict:
         "modules": [_module_overview(kind, group) for kind, group in stores_by_kind(stores)],
         "divergences": divergences,
         "refusalTotals": [{"operation": op, "refused": n} for op, n in refusals["totals"]],
+        "machines": [_machine(m) for m in run_machines(run)],
         "arms": [{"arm": arm["label"], "programLanguage": arm["language"] or None, "docViewTypes": arm["doc_view_types"] or None,
                   "executionModes": arm["modes"], "agents": [a.agent_id for a in arm["agents"]],
                   "turns": arm["turns"], "errorTurns": arm["error_turns"], "calls": dict(arm["calls"]),

@@ -58,6 +58,15 @@ def test_a_declared_machine_its_states_in_order_and_where_its_instance_stands(vi
     instance = html[html.index("<tbody>"):]
     assert 'href="/runs/%d/agents/agent-4/"' % run.pk in instance and "issue DEMO-1" in instance
     assert "<code>draft</code>" in instance and "<code>review</code>" in instance
+    # the report carries what the card shows
+    machine, = viewer_client.get(f"/api/runs/{run.pk}/report").json()["machines"]
+    assert machine["fsmId"] == "review-flow" and machine["instances"] == 1
+    assert [(s["name"], s["entries"], s["terminal"], s["ended"]) for s in machine["states"]] == [
+        ("draft", 1, False, 0), ("review", 1, True, 1)]
+    assert machine["latest"] == [{"issueId": "DEMO-1", "earlier": 0, "now": {"state": "review", "agentId": "agent-5",
+                                                                            "status": "done"},
+                                  "path": [{"state": "draft", "agentId": "agent-4"},
+                                           {"state": "review", "agentId": "agent-5"}]}]
     # the shell has no instance of its own: the Agents tab says so rather than "never ran"
     tab = get(viewer_client, "agents", run.pk)
     assert "a machine: its states run under the profiles they name" in dict(rows(tab, "data-profile"))["review-flow"]
