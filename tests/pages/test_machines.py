@@ -71,6 +71,7 @@ def test_a_declared_machine_its_states_in_order_and_where_its_instance_stands(vi
     tab = get(viewer_client, "agents", run.pk)
     assert "a machine: its states run under the profiles they name" in dict(rows(tab, "data-profile"))["review-flow"]
     assert f'<a href="/runs/{run.pk}/#machine-1">its instances</a>' in tab
+    assert "<b>Review flow</b> <span class=\"muted\">a machine" in tab  # its details, not "never ran"
 
 
 def test_a_run_no_machine_drove_has_no_machine_card(viewer_client):
