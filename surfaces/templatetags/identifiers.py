@@ -1,5 +1,5 @@
 """`{{ spelling|ident }}`: an identifier that may wrap only between its parts (after `.`, `::`, `#`,
-`/`, or at a space), never mid-word — `gg.memories.<wbr>write_memory`, not `write_m|emory`. A part
+`/`, `+` — docViewTypes' return+parameters+errors — or at a space), never mid-word — `gg.memories.<wbr>write_memory`, not `write_m|emory`. A part
 holding a hyphen (`file-read`, a WIT name) is kept on one line, since browsers break after hyphens."""
 
 import re
@@ -10,7 +10,7 @@ from django.utils.safestring import mark_safe
 
 register = template.Library()
 
-BOUNDARY = re.compile(r"(::|[.#/]|\s+)")
+BOUNDARY = re.compile(r"(::|[.#/+]|\s+)")
 
 
 def _part(part):

@@ -48,6 +48,8 @@ def test_each_page_of_the_demo_run(page, console_server, demo, name, path, selec
     assert page.locator(selector).first.is_visible()
     assert page.locator("nav.tabs a[aria-current=page]").count() == 1
     assert page.locator("#divergence-badge").inner_text() == "1"  # agent-0's inheritance fell back
+    # the page fits the window: nothing scrolls sideways (docViewTypes wrap at their "+")
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
 
 
 def test_the_rich_fixture_pages_read_as_measured(page, console_server, demo):

@@ -46,6 +46,7 @@ def test_error_cases_come_from_the_wit():
 def test_identifiers_wrap_between_parts_only():
     assert ident("gg.memories.write_memory") == "gg.<wbr>memories.<wbr>write_memory"
     assert ident("gg::files::read_file") == "gg::<wbr>files::<wbr>read_file"
+    assert ident("return+parameters+errors") == "return+<wbr>parameters+<wbr>errors"
     assert ident("result<file-read, api-error>") == \
         '<span class="nobr">result&lt;file-read,</span> <span class="nobr">api-error&gt;</span>'
     assert ident("<b>") == "&lt;b&gt;"  # escaped like any text
