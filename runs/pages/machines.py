@@ -33,6 +33,7 @@ def declared_states(profile: dict | None) -> list[dict]:
 
 
 _STEP = ("agent_id", "fsm_id", "fsm_state", "status", "issue_id")  # what a step shows of its incarnation
+_FSM_ID, _STATE = _STEP.index("fsm_id"), _STEP.index("fsm_state")
 
 
 def run_machines(run: Run) -> list[dict]:
@@ -47,7 +48,7 @@ def run_machines(run: Run) -> list[dict]:
     machines: dict[str, list[list[tuple]]] = {}
     for steps in chains.values():
         # A successor's fsmId arrives on its own fsm_state record: the chain's is any step's.
-        fsm_id = next((fsm for _, fsm, *_ in steps if fsm), "")
+        fsm_id = next((step[_FSM_ID] for step in steps if step[_FSM_ID]), "")
         machines.setdefault(fsm_id, []).append(steps)
     return [_machine(run, fsm_id, instances) for fsm_id, instances in machines.items()]
 
@@ -56,11 +57,12 @@ def _machine(run: Run, fsm_id: str, instances: list[list[tuple]]) -> dict:
     profile = find_profile(run.capability_set, fsm_id)
     states = {s["name"]: {**s, "declared": True, "entries": 0, "now": []} for s in declared_states(profile)}
     for steps in instances:
-        for _, _, state_name, _, _ in steps:
-            state = states.get(state_name) or states.setdefault(
-                state_name, {"name": state_name, "agent": "", "to": [], "declared": False, "entries": 0, "now": []})
-            state["entries"] += 1
-        states[steps[-1][2]]["now"].append(dict(zip(_STEP, steps[-1])))
+        for step in steps:
+            if step[_STATE] not in states:  # entered, not declared
+                states[step[_STATE]] = {"name": step[_STATE], "agent": "", "to": [], "declared": False, "entries": 0,
+                                        "now": []}
+            states[step[_STATE]]["entries"] += 1
+        states[steps[-1][_STATE]]["now"].append(dict(zip(_STEP, steps[-1])))
     for state in states.values():
         state["terminal"] = state["declared"] and not state["to"]
         state["ended"] = sum(1 for last in state["now"] if last["status"] in ENDED)
