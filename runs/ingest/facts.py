@@ -23,8 +23,7 @@ from runs.stream.record import as_list, as_text, gg_record
 from runs.stream.usage import breakdown_bands
 from runs.models import Agent, Event, Run, RunFacts
 from runs.pages import run_selectors
-from runs.pages.common import run_holdings
-from runs.pages.divergences import run_divergences
+from runs.pages.divergences import divergence_holdings, run_divergences
 from runs.pages.refusals import refusal_counts, run_refusal_groups
 
 log = logging.getLogger(__name__)
@@ -140,7 +139,8 @@ def refresh(run: Run, *, chunk=None, last_timestamp: str | None = None, peaks: d
     agents = read_agents(run) if agents is None else sorted(agents, key=_AGENT_ORDER)
     types = {c[0] for c in chunk} if not full else set()
     if full or types & DIVERGENCE_TYPES:
-        facts.divergences = len(run_divergences(run, agents, run_holdings(run, agents)))
+        memories, rosters = divergence_holdings(run, agents)
+        facts.divergences = len(run_divergences(run, agents, memories, rosters=rosters))
     if full or refusals:
         counts = refusal_counts(run_refusal_groups(run))
         facts.refusals_by_agent = counts

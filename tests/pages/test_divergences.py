@@ -5,7 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from runs.ingest import writer as ingest
-from runs.models import Run, RunFacts
+from runs.models import Holding, Run, RunFacts
 from runs.pages.common import run_agents, run_holdings
 from runs.pages.divergences import DIVERGENCES_SHOWN, divergence_count, run_divergences
 from runs.pages.profile_modules import NOTES_SHOWN
@@ -118,6 +118,37 @@ def test_no_rosters_no_swap_divergence_and_no_badge_either():
                              "toModuleId": "memories-3"}]},
                {"type": "agent_spawned", "agentId": "w2", "profileId": "writer"}]
     assert divergences(records, {"agents": [profile("writer", "shared")]}) == []
+
+
+def test_rosters_without_memories_still_show_a_swapped_carried_store(viewer_client):
+    # The page, the badge and the runs list's facts read only the memories rows of the rosters; a run
+    # whose rosters hold none still reported rosters, so its swapped store is a divergence on each.
+    tasks = [{"kind": "tasks", "moduleId": "tasks-0", "enabled": True, "origin": "created"}]
+    records = spawn("w1", "writer", tasks) + [
+        {"type": "agent_transition", "agentId": "w1", "kind": "exec", "toAgentId": "w2", "profileId": "writer",
+         "modules": [{"kind": "memories", "disposition": "carried", "fromModuleId": "memories-2",
+                      "toModuleId": "memories-3"}]}
+    ] + spawn("w2", "writer", tasks)
+    found = divergences(records, {"agents": [profile("writer", "shared")]})
+    assert [(d["kind"], d["agentId"]) for d in found] == [("carried_swapped", "w2")]
+    run = Run.objects.latest("pk")
+    assert RunFacts.objects.get(run=run).divergences == 1
+    html = get(viewer_client, "divergences", run.pk)
+    assert 'data-divergence="carried_swapped"' in html and 'id="no-rosters"' not in html
+
+
+def test_roster_rows_read_bare_are_the_rows_the_orm_reads():
+    run = Run.objects.create(name="bare-rows")
+    ingest.append(run, [{"type": "session_started", "agentId": "root"}]
+                  + spawn("root", "lead", [memories("memories-0", "created", "isolated"),
+                                           {"kind": "tasks", "moduleId": "tasks-0", "enabled": False,
+                                            "origin": "created", "writable": False, "ownership": "owned"}])
+                  + spawn("a1", "helper", [memories("memories-0", "inherited", "inherited")], parent="root"))
+    fields = [f.attname for f in Holding._meta.concrete_fields]
+    read = [[getattr(h, f) for f in fields] + [h.agent.agent_id] for h in run_holdings(run, run_agents(run))]
+    assert read == [[getattr(h, f) for f in fields] + [h.agent.agent_id] for h in
+                    Holding.objects.filter(agent__run=run).order_by("agent__first_seq", "position")]
+    assert len(read) == 3 and {h.store.module_id for h in run_holdings(run, run_agents(run)) if h.store_id} == {"memories-0"}
 
 
 def test_a_described_profile_that_does_not_declare_memories_has_nothing_to_diverge_from():
