@@ -24,7 +24,6 @@ from runs.pages.common import (agent_values, call_spelling, call_surface, calls_
 from runs.pages.costs import agent_spend
 from runs.pages.divergences import DIVERGENCE_FIELDS, run_divergences
 from runs.pages.profile_modules import profile_modules
-from runs.pages.stores import STORE_FIELDS, store_index
 from runs.pages.agent_timing import agent_timing
 from runs.pages.origins import error_turn_numbers
 from runs.pages.profiles import PROFILE_FIELDS, group_keys, profile_rows
@@ -76,8 +75,7 @@ def agents_page(request, pk):
              "spend": agent_spend(row.agent, table), "href": agent_url(run.pk, row.agent.agent_id),
              "feed": agent_feed_url(run.pk, row.agent.agent_id)} for row in shown]
     holdings = run_holdings(run, agents)
-    modules = profile_modules(run, agents, holdings, store_index(run, agents, holdings),
-                              run_divergences(run, agents, holdings))
+    modules = profile_modules(run, agents, holdings, run_divergences(run, agents, holdings))
     profiles = profile_rows(run, agents, key_of)
     for p in profiles:
         p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": [], "count": 0, "more": 0})
@@ -127,7 +125,7 @@ class ForestRow:
 
 # What `agent_forest` reads of an agent (a page that reads no more of them reads only these).
 FOREST_FIELDS = ("agent_id", "parent_agent_id", "parent_id", "predecessor_id", "transition_kind", "first_seq")
-TAB_FIELDS = tuple(dict.fromkeys((*FOREST_FIELDS, "fsm_id", "fsm_state", *STORE_FIELDS, *DIVERGENCE_FIELDS,
+TAB_FIELDS = tuple(dict.fromkeys((*FOREST_FIELDS, "fsm_id", "fsm_state", *DIVERGENCE_FIELDS,
                                   *PROFILE_FIELDS)))
 
 

@@ -14,7 +14,7 @@ from runs.stream.profiles import find_profile
 from runs.stream.record import as_list
 from runs.models import Agent, Holding, Run, RunFacts
 from runs.pages.origins import roster_records
-from runs.pages.common import agent_values, paged, run_agents, run_context, run_holdings
+from runs.pages.common import RosterRow, agent_values, paged, run_agents, run_context, run_holdings
 from surfaces.catalogue import CAPABILITIES
 
 DEFAULT_MEMORIES_SCOPE = CAPABILITIES["memories"].params["scope"]
@@ -71,7 +71,7 @@ def divergence_count(run: Run, agents: list[Agent] | None = None, holdings: list
     return run._divergence_count
 
 
-def divergence_holdings(run: Run, agents: list[Agent]) -> tuple[list[Holding], bool]:
+def divergence_holdings(run: Run, agents: list[Agent]) -> tuple[list[RosterRow], bool]:
     """What `run_divergences` reads of the run's rosters, when nothing else needs them: the memories
     rows (a sixth of a roster: on a run of 11,500 agents, 11,500 rows read instead of 69,000) and
     whether the run reported any roster at all."""
@@ -79,7 +79,8 @@ def divergence_holdings(run: Run, agents: list[Agent]) -> tuple[list[Holding], b
     return memories, bool(memories) or Holding.objects.filter(agent__run=run).exists()
 
 
-def run_divergences(run: Run, agents: list[Agent], holdings: list[Holding], *, rosters: bool | None = None) -> list[dict]:
+def run_divergences(run: Run, agents: list[Agent], holdings: list[RosterRow], *,
+                    rosters: bool | None = None) -> list[dict]:
     """Each divergence as {kind, agentId, moduleKind, declared, observed, cause}. `holdings`: the
     run's roster rows, or its memories rows only with `rosters` saying whether it reported any.
 

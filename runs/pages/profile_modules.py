@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from runs.models import Agent, Holding, Run
-from runs.pages.stores import StoreView
+from runs.models import Agent, ModuleStore, Run
+from runs.pages.common import RosterRow
+from runs.pages.stores import store_sharing
 from runs.pages.profiles import group_keys
 from runs.stream.profiles import profile_key, profiles
 from runs.stream.record import as_list
@@ -48,12 +49,12 @@ def declared_modules(profile: dict | None) -> dict[str, dict]:
     return out
 
 
-def _badge(profile_stores: list[StoreView], other_profile_holds) -> str:
-    sharing = {"run" if other_profile_holds(s) else s.sharing for s in profile_stores}
-    return (sharing.pop() if len(sharing) == 1 else "mixed") if sharing else ""
+def _badge(module_ids: list[str], sharing: dict[str, str], store_profiles: dict[str, set]) -> str:
+    badges = {"run" if len(store_profiles[m]) > 1 else sharing[m] for m in module_ids}
+    return (badges.pop() if len(badges) == 1 else "mixed") if badges else ""
 
 
-def profile_modules(run: Run, agents: list[Agent], holdings: list[Holding], stores: list[StoreView],
+def profile_modules(run: Run, agents: list[Agent], holdings: list[RosterRow],
                     divergences: list[dict]) -> dict[str, dict]:
     """{profile row key: {"kinds": [...], "divergences": [...], "count": n, "more": n}}.
 
@@ -67,8 +68,14 @@ def profile_modules(run: Run, agents: list[Agent], holdings: list[Holding], stor
     diverged = defaultdict(list)  # profile -> its agents' divergences
     for d in divergences:
         diverged[agent_key.get(d.get("agentId"))].append(d)
-    by_module = {s.module_id: s for s in stores}
-    store_profiles = {s.module_id: {key_of.get(h.agent_id) for h in s.holders} for s in stores}
+    # Each store of the run with its holders, as the Stores tab reads them, for its sharing.
+    module_of = dict(ModuleStore.objects.filter(run=run).values_list("pk", "module_id"))
+    holders = {m: [] for m in module_of.values()}
+    for h in holdings:
+        if h.store_id in module_of:
+            holders[module_of[h.store_id]].append(h)
+    sharing = {m: store_sharing(rows) for m, rows in holders.items()}
+    store_profiles = {m: {key_of.get(h.agent_id) for h in rows} for m, rows in holders.items()}
     held = defaultdict(lambda: defaultdict(list))  # profile -> kind -> [Holding]
     for h in holdings:
         if h.enabled:
@@ -82,8 +89,7 @@ def profile_modules(run: Run, agents: list[Agent], holdings: list[Holding], stor
         for kind in sorted(set(declared) | set(held[key]), key=lambda k: (rank.get(k, len(rank)), k)):
             rows = held[key][kind]
             module_ids = list(dict.fromkeys(h.module_id for h in rows if h.module_id))
-            mine = [by_module[m] for m in module_ids if m in by_module]
-            badge = _badge(mine, lambda s: len(store_profiles.get(s.module_id, ())) > 1)
+            badge = _badge([m for m in module_ids if m in sharing], sharing, store_profiles)
             ownership = sorted({h.ownership for h in rows if h.ownership})
             entry = {"kind": kind, "declared": declared.get(kind), "stores": module_ids, "ownership": ownership,
                      "named": module_ids[:STORES_NAMED], "more": max(len(module_ids) - STORES_NAMED, 0),

@@ -87,7 +87,7 @@ class StoreView:
         return self.store.kind
 
 
-def _sharing(holders) -> str:
+def store_sharing(holders) -> str:
     """The store's scope kind, read off its concurrent holders (origin other than `transferred`)."""
     concurrent = [h for h in holders if h.origin != "transferred"]
     if len(concurrent) <= 1:
@@ -163,7 +163,7 @@ def store_index(run: Run, agents: list[Agent], holdings: list[Holding],
             {"event": "created", "agent": first.agent.agent_id if first else "", "from_agent": "",
              "transition": "", "kind": view.kind, "other": "", "origin": first.origin if first else ""}]
         view.lifetime = created + rows
-        view.sharing = _sharing(view.holders)
+        view.sharing = store_sharing(view.holders)
         view.holder_costs = {h.agent.agent_id: holder_cost(h) for h in view.holders}
         # A store is dropped only when every holder has released it (spec/stream.md §7.4).
         releases = {r["from_agent"] for r in view.lifetime if r.get("releases")}

@@ -137,18 +137,18 @@ def test_rosters_without_memories_still_show_a_swapped_carried_store(viewer_clie
     assert 'data-divergence="carried_swapped"' in html and 'id="no-rosters"' not in html
 
 
-def test_roster_rows_read_bare_are_the_rows_the_orm_reads():
-    run = Run.objects.create(name="bare-rows")
+def test_roster_rows_are_the_rows_the_orm_reads():
+    run = Run.objects.create(name="roster-rows")
     ingest.append(run, [{"type": "session_started", "agentId": "root"}]
                   + spawn("root", "lead", [memories("memories-0", "created", "isolated"),
                                            {"kind": "tasks", "moduleId": "tasks-0", "enabled": False,
                                             "origin": "created", "writable": False, "ownership": "owned"}])
                   + spawn("a1", "helper", [memories("memories-0", "inherited", "inherited")], parent="root"))
-    fields = [f.attname for f in Holding._meta.concrete_fields]
+    fields = ["pk"] + [f.attname for f in Holding._meta.concrete_fields if not f.primary_key]
     read = [[getattr(h, f) for f in fields] + [h.agent.agent_id] for h in run_holdings(run, run_agents(run))]
-    assert read == [[getattr(h, f) for f in fields] + [h.agent.agent_id] for h in
-                    Holding.objects.filter(agent__run=run).order_by("agent__first_seq", "position")]
-    assert len(read) == 3 and {h.store.module_id for h in run_holdings(run, run_agents(run)) if h.store_id} == {"memories-0"}
+    assert len(read) == 3 and read == [[getattr(h, f) for f in fields] + [h.agent.agent_id] for h in
+                                       Holding.objects.filter(agent__run=run).order_by("agent__first_seq", "position")]
+    assert [h.agent.agent_id for h in run_holdings(run, run_agents(run), kind="memories")] == ["root", "a1"]
 
 
 def test_a_described_profile_that_does_not_declare_memories_has_nothing_to_diverge_from():

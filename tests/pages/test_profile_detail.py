@@ -10,7 +10,6 @@ from runs.models import Run
 from runs.pages.common import run_agents, run_holdings
 from runs.pages.divergences import run_divergences
 from runs.pages.profile_modules import STORES_NAMED, declared_modules, profile_modules
-from runs.pages.stores import store_index
 from tests.pages_helpers import rows
 
 pytestmark = pytest.mark.django_db
@@ -65,7 +64,7 @@ def test_each_profile_reads_its_holdings_badges_and_divergences():
     append(run, stream())
     run.refresh_from_db()
     agents, holdings = run_agents(run), run_holdings(run)
-    detail = profile_modules(run, agents, holdings, store_index(run, agents, holdings), run_divergences(run, agents, holdings))
+    detail = profile_modules(run, agents, holdings, run_divergences(run, agents, holdings))
     lead = {k["kind"]: k for k in detail["lead"]["kinds"]}
     worker = {k["kind"]: k for k in detail["worker"]["kinds"]}
     assert lead["memories"]["declared"] == {"ownership": "owned", "scope": "inherited"}
