@@ -52,7 +52,7 @@ def profile_memories_scope(capability_set, profile_id) -> str | None:
     return ""  # the captured profile does not declare memories: nothing to diverge from
 
 
-def divergence_count(run: Run, agents: list[Agent] | None = None, holdings: list[Holding] | None = None) -> int:
+def divergence_count(run: Run, agents: list[Agent] | None = None, holdings: list[RosterRow] | None = None) -> int:
     """For the tab badge; remembered on the run object so a page asks once. Counted from the agents
     and roster rows when the page read both already; else the runs list's facts, folded with the run's
     last record (one row: reading every agent cost a run of 12,740 agents 2.4 s a page); else counted."""
@@ -62,11 +62,10 @@ def divergence_count(run: Run, agents: list[Agent] | None = None, holdings: list
             folded = RunFacts.objects.filter(run=run, seq=run.last_seq).values_list("divergences", flat=True).first()
         if folded is None:
             agents = run_agents(run) if agents is None else agents
+            rosters = None
             if holdings is None:
-                memories, rosters = divergence_holdings(run, agents)
-                folded = len(run_divergences(run, agents, memories, rosters=rosters))
-            else:
-                folded = len(run_divergences(run, agents, holdings))
+                holdings, rosters = divergence_holdings(run, agents)
+            folded = len(run_divergences(run, agents, holdings, rosters=rosters))
         run._divergence_count = folded
     return run._divergence_count
 
