@@ -44,9 +44,6 @@ deletion.resume_on_start()
 # What loading left (Django, the apps, the URLconf: ~100,000 objects) lives as long as the process:
 # out of the collector's sight. Its full passes, every few seconds under load, walked all of it and
 # held every socket and write of the process for ~80 ms a time (a tenth of bench/feed's slowest rows).
+# (How often the young objects are collected is set for every process in runs.apps.)
 gc.collect()
 gc.freeze()
-# The report of a run of 11,495 agents makes millions of objects that all live until it is written; at
-# Python's default (a young collection every 700 allocations) the collector walked them again and again:
-# 2.05 -> 1.41 s served (README "Runs of many agents").
-gc.set_threshold(10_000, *gc.get_threshold()[1:])

@@ -119,14 +119,18 @@ def test_what_loading_the_server_left_is_out_of_the_collectors_full_passes():
     # In a process of its own, as `daphne gg_console.asgi:application` loads it: a full collection
     # afterwards walks only what came after (under load one runs every few seconds and holds every
     # socket of the process while it walks).
-    # A young collection every 10,000 allocations, not Python's 700: a report's objects live until it is
-    # written, and each young pass walks them.
+    # A young collection every 10,000 allocations, not Python's 700 (runs.apps): a report's objects live
+    # until it is written, and each young pass walks them.
     code = ("import gc; import gg_console.asgi; gc.collect(); "
             "print(gc.get_threshold()[0], gc.get_freeze_count(), len(gc.get_objects()))")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "gg_console.settings"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     young, frozen, tracked = map(int, out.stdout.split()[-3:])
     assert frozen > 50_000 and tracked < frozen / 10 and young >= 10_000, out.stdout
+    # The same young collections in a process that only sets Django up (manage.py import, the benches).
+    setup = "import gc, django; django.setup(); print(gc.get_threshold()[0])"
+    out = subprocess.run([sys.executable, "-c", setup], capture_output=True, text=True, check=True, env=env)
+    assert int(out.stdout.split()[-1]) >= 10_000, out.stdout
 
 
 def test_database_url_takes_a_sqlite_file_and_names_what_it_refuses(tmp_path):
