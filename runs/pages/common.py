@@ -114,12 +114,15 @@ def run_holdings(run: Run, agents: list[Agent] | None = None, *, whole_run: bool
     rows = Holding.objects.filter(agent__run=run).order_by("agent__first_seq", "position")
     if kind is not None:
         rows = rows.filter(kind=kind)
-    by_pk = {a.pk: a for a in agents}
     if not whole_run:
-        rows = rows.filter(agent_id__in=list(by_pk))
+        rows = rows.filter(agent_id__in=[a.pk for a in agents])
+    rows = list(rows.values_list(*RosterRow._fields[:-1]))
+    if not rows:  # a run that reported no roster: its agents (120,000 incarnations of a machine) not indexed
+        return []
+    by_pk = {a.pk: a for a in agents}
     # A live run's engine may store an agent and its roster between the two reads: its rows belong
     # to the next read of the page, not to this one (whose agents do not include it).
-    return [RosterRow(*row, by_pk[row[1]]) for row in rows.values_list(*RosterRow._fields[:-1]) if row[1] in by_pk]
+    return [RosterRow(*row, by_pk[row[1]]) for row in rows if row[1] in by_pk]
 
 
 def call_surface(agent: Agent) -> str:
