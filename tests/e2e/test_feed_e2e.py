@@ -7,6 +7,7 @@ import time
 import uuid
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.feed_page import log, ndjson, post, wait_state
 
@@ -138,7 +139,7 @@ def test_live_feed_in_order_spelled_resumes_after_a_drop_and_escapes(page, conso
     # The run ends: everything is shown, the indicator says so and stays so.
     post(console_server, pk, [{"type": "session_ended", "status": "completed"}])
     wait_state(page, "ended")
-    assert page.inner_text(f"{ROWS}:last-child .feed-detail") == "Session ended: completed."
+    expect(page.locator(f"{ROWS}:last-child .feed-detail")).to_have_text("Session ended: completed.")
     assert "every stored record has been read" in page.inner_text("#feed-end")
     assert page.errors == []
 
@@ -182,4 +183,4 @@ def test_a_stale_run_says_so_on_the_feed_indicator_until_a_record_arrives(page, 
     post(console_server, pk, [log("after the silence")])
     wait_state(page, "live")
     assert page.inner_text("#run-status") == "running"
-    assert page.inner_text("#feed-rows .feed-row:last-child .feed-detail") == "after the silence"
+    expect(page.locator("#feed-rows .feed-row:last-child .feed-detail")).to_have_text("after the silence")

@@ -126,7 +126,7 @@ def test_search_finds_a_record_by_a_payload_word_streams_matches_and_opens_it(pa
     wait_state(page, "live")
     page.wait_for_function("document.querySelectorAll('#feed-rows .feed-row').length === 1")
     assert page.get_attribute(ROWS, "data-seq") == "41"
-    assert "write_file" in page.inner_text(ROWS)
+    expect(page.locator(ROWS)).to_contain_text("write_file")
 
     # New records arrive: only those holding the word join the filtered view, live.
     post(console_server, pk, [log("no match here"), log("a xylophone again"), log("still nothing")])

@@ -2,6 +2,7 @@
 shows the console's own page, the keyboard shortcuts work on the selectors they rely on."""
 
 import pytest
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.e2e
 
@@ -58,7 +59,7 @@ def test_a_newcomer_launches_from_the_untouched_form_and_watches_it_complete(pag
     page.click("button[value=launch]")
     page.wait_for_url(lambda url: "/feed/" in url, timeout=30_000)
     page.wait_for_function("document.getElementById('feed-state').dataset.state === 'ended'", timeout=60_000)
-    assert page.inner_text("#feed-rows .feed-row:last-child .feed-detail") == "Session ended: completed."
+    expect(page.locator("#feed-rows .feed-row:last-child .feed-detail")).to_have_text("Session ended: completed.")
     page.reload()
     assert page.inner_text("#run-status") == "completed"
     assert page.errors == []

@@ -7,6 +7,7 @@ import re
 import uuid
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.console_server import login
 
@@ -49,7 +50,7 @@ def test_launch_a_demo_watch_it_end_and_read_the_agent_counts(page, console_serv
     assert page.inner_text("h1") == name
 
     wait_state(page, "ended")
-    assert page.inner_text(f"{ROWS}:last-child .feed-detail") == "Session ended: completed."
+    expect(page.locator(f"{ROWS}:last-child .feed-detail")).to_have_text("Session ended: completed.")
     page.reload()
     assert page.inner_text("#run-status") == "completed"
     assert page.locator("#cancel-run").count() == 0  # ended: nothing to cancel
