@@ -10,10 +10,10 @@ from __future__ import annotations
 from runs.models import Run
 from runs.stream.profiles import find_profile, profile_name
 from runs.stream.record import as_list
+from runs.stream.vocabulary import OPEN_AGENT_STATUSES
 
 INSTANCES_SHOWN = 10  # a machine's latest instances listed (a board may dispatch hundreds)
 PATH_SHOWN = 12  # an instance's latest steps listed (a machine with a loop may take thousands)
-ENDED = frozenset(("done", "failed"))  # an incarnation's statuses that end it
 
 
 def declared_states(profile: dict | None) -> list[dict]:
@@ -65,8 +65,9 @@ def _machine(run: Run, fsm_id: str, instances: list[list[tuple]]) -> dict:
         states[steps[-1][_STATE]]["now"].append(dict(zip(_STEP, steps[-1])))
     for state in states.values():
         state["terminal"] = state["declared"] and not state["to"]
-        state["ended"] = sum(1 for last in state["now"] if last["status"] in ENDED)
-        state["standing"] = len(state["now"]) - state["ended"]
+        # Standing: running or blocked, as a session's end closes them (any other status has ended).
+        state["standing"] = sum(1 for last in state["now"] if last["status"] in OPEN_AGENT_STATUSES)
+        state["ended"] = len(state["now"]) - state["standing"]
     shown = []
     for steps in reversed(instances[-INSTANCES_SHOWN:]):
         path = [dict(zip(_STEP, step)) for step in steps[-PATH_SHOWN:]]
