@@ -130,7 +130,7 @@ class _Import:
             rows = [FoldRow(run.last_seq + i, line.event) for i, line in enumerate(accepted, start=1)]
             run.last_seq += len(rows)
             run.rejected_count += self._store_rejections(run, rejected)
-            pool, known = _carried(run, len(rows)) if rows else (None, None)
+            pool, known, held = _carried(run, len(rows)) if rows else (None, None, None)
             folded = fold(run, rows, extra_run_fields=("last_seq", "rejected_count"), pool=pool, known=known)
             if rows:
                 now = connection.ops.adapt_datetimefield_value(timezone.now())
@@ -144,10 +144,10 @@ class _Import:
                 if self.result.first_seq is None:
                     self.result.first_seq = rows[0].seq
             # What the runs list filters on (the log too); its agents ride to the next chunk's fold.
-            agents = run_facts.after_chunk(run, [row.event for row in rows], refusals=folded.refusals,
-                                           agents=folded.agents)
+            agents, held = run_facts.after_chunk(run, [row.event for row in rows], refusals=folded.refusals,
+                                                 agents=folded.agents, held=held)
             if rows:
-                transaction.on_commit(lambda key=_carry_key(run), seq=run.last_seq, left=(folded.pool, agents):
+                transaction.on_commit(lambda key=_carry_key(run), seq=run.last_seq, left=(folded.pool, agents, held):
                                       _keep(key, seq, left))
 
             self.result.stored += len(rows)
@@ -229,10 +229,10 @@ def _insert_events(rows) -> None:
         cursor.executemany(sql, rows)
 
 
-# What each run's last committed chunk left, by run: its message pool (runs.ingest.fold_pool.Pool)
-# and its agents (`Folded.agents`). The next chunk's fold starts from them when nothing has been
-# folded into the run since (its last_seq is the one they were left at; a rebuild in between folds the
-# same rows again). A few runs are kept.
+# What each run's last committed chunk left, by run: its message pool (runs.ingest.fold_pool.Pool),
+# its agents (`Folded.agents`) and what its facts left (`runs.ingest.facts.Held`). The
+# next chunk starts from them when nothing has been folded into the run since (its last_seq is the one
+# they were left at; a rebuild in between folds the same rows again). A few runs are kept.
 _CARRIED: dict = {}
 _CARRIED_KEPT = 8
 _CARRIED_LOCK = threading.Lock()  # appends to different runs run on threads at once
@@ -243,11 +243,10 @@ def _carry_key(run: Run):
 
 
 def _carried(run: Run, appended: int) -> tuple:
-    """(pool, agents) for the fold of `run`'s chunk of `appended` rows (its last_seq counts them), or
-    (None, None)."""
+    """(pool, agents, facts' held) for `run`'s chunk of `appended` rows (its last_seq counts them), or Nones."""
     with _CARRIED_LOCK:
-        seq, left = _CARRIED.pop(_carry_key(run), (None, (None, None)))
-    return left if seq == run.last_seq - appended else (None, None)
+        seq, left = _CARRIED.pop(_carry_key(run), (None, None))
+    return left if seq == run.last_seq - appended else (None, None, None)
 
 
 def _keep(key, seq: int, left: tuple) -> None:

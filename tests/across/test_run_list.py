@@ -191,9 +191,9 @@ def test_previous_page_link_returns_the_page_before(viewer_client):
 def test_a_fault_folding_the_facts_costs_the_chunk_nothing(monkeypatch, caplog):
     from runs.ingest import writer as ingest
 
-    def broken(agents, refusals):
+    def broken(agents, refusals, held=None):
         raise TypeError("a shape nothing foresaw")
-    monkeypatch.setattr(run_facts, "cohorts", broken)
+    monkeypatch.setattr(run_facts, "agent_sums", broken)
     run = Run.objects.create(name="odd")
     assert ingest.append_lines(run, (STREAMS / "pages_run.ndjson").read_bytes().splitlines()).stored == 120
     assert run.events.count() == 120 and "facts could not be folded" in caplog.text
