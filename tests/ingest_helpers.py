@@ -111,3 +111,22 @@ def dump(env) -> dict:
 
 def pages(env) -> dict:
     return json.loads(manage(env, "shell", "-c", PAGES).stdout.splitlines()[-1])
+
+
+def appended_reads(run, records, table: str) -> list[str]:
+    """The SELECTs of `table` the write path made appending `records` to `run`, each with SQLite's
+    plan: [(sql, [each step that searches or scans])]."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from runs.ingest import writer as ingest
+
+    with CaptureQueriesContext(connection) as queries:
+        ingest.append(run, records)
+    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and f'"{table}"' in q["sql"].split("WHERE")[0]]
+    with connection.cursor() as cursor:
+        plans = []
+        for sql in reads:
+            cursor.execute("EXPLAIN QUERY PLAN " + sql)
+            plans.append((sql, [s[-1] for s in cursor.fetchall() if "SEARCH" in s[-1] or "SCAN" in s[-1]]))
+    return plans

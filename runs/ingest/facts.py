@@ -196,8 +196,9 @@ def _fold(run: Run, *, chunk=None, last_timestamp: str | None = None, refusals=(
     new = facts is None
     if new:
         facts = RunFacts(run=run)
-    # A run stored before this table existed has records no chunk here brought.
-    full = chunk is None or (new and run.last_seq > len(chunk))
+    # Facts not folded at the seq before the chunk (a run stored before this table existed, a chunk
+    # whose facts failed) are folded whole: the figures kept from the stored row would miss records.
+    full = chunk is None or facts.seq != run.last_seq - len(chunk)
     agents = read_agents(run) if agents is None else sorted(agents, key=_AGENT_ORDER)
     types = {c[0] for c in chunk} if not full else set()
     memories, rosters = (held.memories, held.rosters) if held else (None, False)
@@ -205,7 +206,12 @@ def _fold(run: Run, *, chunk=None, last_timestamp: str | None = None, refusals=(
         memories, rosters = _divergence_rows(run, agents, chunk if not full else None, held)
         facts.divergences = len(run_divergences(run, agents, memories, rosters=rosters))
     if full or refusals:
-        counts = refusal_counts(run_refusal_groups(run))
+        # A chunk's refusals change the counts of the agents that made them only: the others' are kept
+        # (a run of 11,500 agents read its 1,400 groups again with every chunk that refused a call).
+        refusing = None if full else {r.agent_id for r in refusals}
+        counts = refusal_counts(run_refusal_groups(run, refusing))
+        if not full:
+            counts = {**{a: n for a, n in facts.refusals_by_agent.items() if a not in refusing}, **counts}
         facts.refusals_by_agent = counts
         facts.refusals = sum(n for ops in counts.values() for n in ops.values())
     if full:

@@ -105,13 +105,15 @@ class Roster:
             if r.operation and r.kind != RefusalRow.CAPPED:
                 first.setdefault(r.agent_id, r.turn)
         queues = {}
-        terms = [Q(agent_id=a, turn__gte=t) if t is not None else Q(agent_id=a) for a, t in first.items()]
+        # The run in each term, none outside: then each is a range of the `refusal_unmatched` index. With the
+        # run outside, SQLite walked the run's rows of each kind instead (2,200 rows: 7.5 ms against 0.6).
+        terms = [Q(run=self.run, agent_id=a, turn__gte=t) if t is not None else Q(run=self.run, agent_id=a)
+                 for a, t in first.items()]
         for i in range(0, len(terms), _OR_TERMS):
             found = Q()
             for term in terms[i:i + _OR_TERMS]:
                 found |= term
-            for r in (RefusalRow.objects.filter(found, run=self.run, partner__isnull=True,
-                                                kind__in=[RefusalRow.FAILED, RefusalRow.LINE])
+            for r in (RefusalRow.objects.filter(found, partner__isnull=True, kind__in=[RefusalRow.FAILED, RefusalRow.LINE])
                       .exclude(operation="").order_by("seq")):
                 queues.setdefault((r.agent_id, r.turn, r.operation), deque()).append(r)
         return queues

@@ -384,7 +384,7 @@ class RunFacts(models.Model):
     refusals_by_agent = models.JSONField(default=dict, blank=True)  # {agent id: {operation: n}}
     peak_context = models.JSONField(default=dict, blank=True)  # {agent id: the largest totalTokens reported}
     # The run's agents summed per profile, model, mode, language and docViewTypes: what the analysis
-    # groups (runs.ingest.facts.cohorts), so a study of 1,000 runs decodes one document per run.
+    # groups (runs.ingest.facts.agent_sums), so a study of 1,000 runs decodes one document per run.
     agents = models.JSONField(default=list, blank=True)
     failed_calls = models.PositiveIntegerField(default=0)  # tool + API failures (the list sorts on it)
     total_tokens = models.BigIntegerField(null=True, blank=True)

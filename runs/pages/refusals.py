@@ -56,9 +56,13 @@ def refusal_entries(request, pk):
         "after": rows[PAGE_ROWS - 1][0] if len(rows) > PAGE_ROWS else None})
 
 
-def run_refusal_groups(run: Run) -> list[RefusalGroup]:
-    """The roster's groups, the most refused first: what the page, the report and the run's facts read."""
-    return sorted(RefusalGroup.objects.filter(run=run), key=lambda g: (-g.count, g.first_seq))
+def run_refusal_groups(run: Run, agent_ids=None) -> list[RefusalGroup]:
+    """The roster's groups (of `agent_ids` only, when given), the most refused first: what the page, the
+    report and the run's facts read."""
+    groups = RefusalGroup.objects.filter(run=run)
+    if agent_ids is not None:
+        groups = groups.filter(agent_id__in=agent_ids)
+    return sorted(groups, key=lambda g: (-g.count, g.first_seq))
 
 
 def refusal_counts(groups: list[RefusalGroup]) -> dict:

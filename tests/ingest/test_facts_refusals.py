@@ -2,6 +2,8 @@
 equal whatever the chunking, however far apart a run's refusals are, and equal to a rebuild."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from runs.ingest import facts as run_facts
 from runs.ingest import rebuild
@@ -10,6 +12,7 @@ from runs.models import RefusalGroup, RefusalRow, Run, RunFacts
 from runs.pages.common import run_agents
 from runs.pages.refusals import run_refusals
 from runs.stream.refusals import _catalogue_names, names_to_operations
+from tests.ingest_helpers import appended_reads
 from tests.pages_helpers import synthetic_stream
 from tests.streams import projection_dump
 
@@ -112,6 +115,55 @@ def test_refusals_far_apart_agree_between_the_facts_and_the_page(chunk_lines):
     entries = RefusalRow.objects.filter(run=run, entry=True)
     assert entries.count() == 9
     assert not RefusalRow.objects.filter(run=run, kind=RefusalRow.LINE, partner__isnull=True).exists()
+
+
+def _unavailable(agent_id: str) -> dict:
+    """A call refused with no line naming it (`unavailable`): still a refusal."""
+    return {"type": "api_result", "agentId": agent_id, "operation": "shell.shell", "ok": False, "failure": "unavailable"}
+
+
+def test_a_chunk_reads_again_the_refusal_groups_of_the_agents_that_refused_in_it_only():
+    run = Run.objects.create(name="refusing")
+    ingest.append(run, [_unavailable("a"), _unavailable("b"), _unavailable("b")])
+    with CaptureQueriesContext(connection) as read:
+        ingest.append(run, [_unavailable("a")])
+    groups_read = [q["sql"] for q in read.captured_queries
+                   if q["sql"].startswith("SELECT") and '"runs_refusalgroup"' in q["sql"].split("WHERE")[0]]
+    assert groups_read and all('"runs_refusalgroup"."agent_id" IN' in sql for sql in groups_read), groups_read
+    want = (4, {"a": {"shell.shell": 2}, "b": {"shell.shell": 2}})
+    assert _counts(run) == want
+    run_facts.refresh(Run.objects.get(pk=run.pk))
+    assert _counts(run) == want
+
+
+def test_facts_a_failed_chunk_left_behind_are_folded_whole_with_the_next_chunk(monkeypatch):
+    """A chunk whose facts failed leaves them at the seq before it: the next chunk's keep nothing of
+    that row, or b's refusal, in the chunk that failed, would be missing from them for good."""
+    run = Run.objects.create(name="behind")
+    ingest.append(run, [_unavailable("a")])
+
+    def broken(*args, **kwargs):
+        raise TypeError("a shape nothing foresaw")
+    monkeypatch.setattr(run_facts, "agent_sums", broken)
+    ingest.append(run, [_unavailable("b")])
+    monkeypatch.undo()
+    assert RunFacts.objects.get(run=run).seq == 1
+    ingest.append(run, [_unavailable("a")])
+    assert _counts(run) == (3, {"a": {"shell.shell": 2}, "b": {"shell.shell": 1}})
+
+
+def test_a_chunk_reads_the_unmatched_refusals_of_its_agents_as_ranges_of_their_index():
+    """The stored rows still waiting for their partner, of the agents refusing in a chunk, are ranges of
+    the `refusal_unmatched` index: SQLite walked the run's rows of each kind while the run stood outside
+    the agents' terms."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's query plan")
+    run = Run.objects.create(name="unmatched")
+    agents = [f"a{i}" for i in range(8)]
+    ingest.append(run, [{"type": "turn_started", "agentId": a} for a in agents] + [_unavailable(a) for a in agents])
+    plans = appended_reads(run, [_unavailable(a) for a in agents], "runs_refusalrow")
+    assert plans and all("USING INDEX refusal_unmatched (run_id=? AND agent_id=?" in s
+                         for _, searches in plans for s in searches), plans
 
 
 def test_the_names_a_line_may_quote_are_kept_once_per_arm_whatever_the_languages_reported():

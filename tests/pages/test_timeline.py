@@ -269,3 +269,22 @@ def test_a_chunk_reads_the_buckets_of_its_own_agents_only():
             cursor.execute(sql)
             read |= {row[1] for row in cursor.fetchall()}  # (pk, agent_id, ...)
     assert reads and read == {"a007"}
+
+
+def test_a_chunk_reads_its_buckets_as_ranges_of_the_index_not_every_bucket_of_the_run():
+    """Each level's buckets a chunk touches are one range of the (run, level, b, agent) index: SQLite
+    walked every bucket of the run for each chunk while the run stood outside the ranges (a run of
+    11,500 agents: 130,000 buckets, 33 ms a chunk)."""
+    from django.db import connection
+
+    from runs.ingest import writer as ingest
+    from runs.models import Run
+    from tests.ingest_helpers import appended_reads
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's query plan")
+    run = Run.objects.create(name="bucket-ranges")
+    ingest.append(run, [{"type": "turn_started", "agentId": "a", "turn": 1, "timestamp": "2026-07-24T04:00:00Z"}])
+    [(_, searches)] = appended_reads(run, [{"type": "tool_call", "agentId": "a", "name": "shell",
+                                            "timestamp": "2026-07-24T04:00:09Z"}], "runs_timelinebucket")
+    assert searches and all("(run_id=? AND level=? AND b>? AND b<?)" in s for s in searches), searches
