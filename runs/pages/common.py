@@ -22,7 +22,7 @@ from runs.stream.vocabulary import TURN_ERROR_TYPE_LABELS, TURN_ERROR_TYPES
 from surfaces.arms import spelling_for
 
 
-def run_context(run: Run, tab: str, agents: list[Agent] | None = None, holdings: list[Holding] | None = None,
+def run_context(run: Run, tab: str, agents: list[Agent] | None = None, holdings: list[RosterRow] | None = None,
                 /, **extra) -> dict:
     """The context every page extending runs/run_base.html needs (the header and the tab bar).
     `agents` (and `holdings`): the run's, when the page read them already, so that the tab bar's

@@ -76,7 +76,7 @@ def profile_modules(run: Run, agents: list[Agent], holdings: list[RosterRow],
             holders[module_of[h.store_id]].append(h)
     sharing = {m: store_sharing(rows) for m, rows in holders.items()}
     store_profiles = {m: {key_of.get(h.agent_id) for h in rows} for m, rows in holders.items()}
-    held = defaultdict(lambda: defaultdict(list))  # profile -> kind -> [Holding]
+    held = defaultdict(lambda: defaultdict(list))  # profile -> kind -> [RosterRow]
     for h in holdings:
         if h.enabled:
             held[key_of.get(h.agent_id, "")][h.kind].append(h)

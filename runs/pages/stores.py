@@ -16,8 +16,8 @@ from django.db.models import Count
 from runs.access import run_or_404
 from runs.stream.record import whole_number
 from runs.stream.vocabulary import MODULE_KINDS, OPEN_AGENT_STATUSES
-from runs.models import Agent, Holding, MemoryRevision, ModuleStore, Run
-from runs.pages.common import agent_values, run_context, run_holdings
+from runs.models import Agent, MemoryRevision, ModuleStore, Run
+from runs.pages.common import RosterRow, agent_values, run_context, run_holdings
 from runs.pages.divergences import DIVERGENCE_FIELDS
 from runs.pages.origins import roster_records
 
@@ -53,7 +53,7 @@ def stores_page(request, pk):
 @dataclass
 class StoreView:
     store: ModuleStore
-    holders: list = field(default_factory=list)  # [Holding] with .agent
+    holders: list = field(default_factory=list)  # [RosterRow]
     lifetime: list = field(default_factory=list)  # [{event, agent, from_agent, transition, other}]
     sharing: str = ""  # instance | carried | agent | run
     holder_costs: dict = field(default_factory=dict)  # {agent_id: tokens in its latest context, or None}
@@ -95,7 +95,7 @@ def store_sharing(holders) -> str:
     return "agent" if len({h.agent.profile_id for h in concurrent}) == 1 else "run"
 
 
-def holder_cost(holding: Holding):
+def holder_cost(holding: RosterRow):
     """What the store costs its holder: the kind's band in the holder's latest context_breakdown
     (history: the whole window); None where no band carries the kind or nothing was reported."""
     latest = holding.agent.last_breakdown
@@ -142,7 +142,7 @@ def _transition_lifetime(agents: list[Agent]) -> dict[str, list[dict]]:
     return rows
 
 
-def store_index(run: Run, agents: list[Agent], holdings: list[Holding],
+def store_index(run: Run, agents: list[Agent], holdings: list[RosterRow],
                 store: ModuleStore | None = None) -> list[StoreView]:
     """One entry per store (or only `store`, read already, `holdings` its own), whatever the number
     of holders, in kind order then id: holders, lifetime (where the stream starts it — created at its
