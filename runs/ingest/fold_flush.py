@@ -140,10 +140,11 @@ def update_rows(model, objs, field_names, keys=None, **constants) -> None:
         cursor.executemany(sql, [row + tail for row in rows])
 
 
-def insert_rows(model, objs, field_names, **constants) -> None:
+def insert_rows(model, objs, field_names, *, on_conflict: str = "", **constants) -> None:
     """INSERT `objs` (any objects with the fields as attributes) as new rows of `model`, `constants`
     ({column attname: value}) the same on every row, no model instances: one ``executemany`` on
-    SQLite, one ``INSERT … SELECT FROM`` the rows as columns on PostgreSQL (`_columns`, as `update_rows`)."""
+    SQLite, one ``INSERT … SELECT FROM`` the rows as columns on PostgreSQL (`_columns`, as `update_rows`).
+    `on_conflict`: an ``ON CONFLICT …`` clause both databases read alike (an upsert)."""
     fields = [model._meta.get_field(name) for name in field_names]
     qn = connection.ops.quote_name
     columns = [f.column for f in fields] + list(constants)
@@ -158,10 +159,11 @@ def insert_rows(model, objs, field_names, **constants) -> None:
             cursor.execute("INSERT INTO {} ({}) SELECT {} FROM {} AS v({})".format(
                 table, ", ".join(qn(c) for c in columns),
                 ", ".join([f"v.{n}::{_type(f)}" for n, f in zip(names, fields)] + ["%s"] * len(tail)),
-                _columns(len(fields)), ", ".join(names)), tail + _json_columns(rows, len(fields)))
+                _columns(len(fields)), ", ".join(names)) + on_conflict, tail + _json_columns(rows, len(fields)))
         else:
             cursor.executemany("INSERT INTO {} ({}) VALUES ({})".format(
-                table, ", ".join(qn(c) for c in columns), ", ".join(["%s"] * len(columns))), [row + tail for row in rows])
+                table, ", ".join(qn(c) for c in columns), ", ".join(["%s"] * len(columns))) + on_conflict,
+                [row + tail for row in rows])
 
 
 def _columns(width) -> str:

@@ -240,18 +240,21 @@ def test_a_run_of_hundreds_of_agents_is_drawn_two_hundred_lanes_at_a_time(viewer
     assert 'id="lanes-earlier" href="?lanes=200"' in last
 
 
-def test_a_chunk_reads_the_buckets_of_its_own_agents_only():
-    """A coarse level's bucket holds every agent active in its span: the fold of a chunk touching one
-    agent reads that agent's bucket rows, not the run's (a run of 12,000 incarnations read 60,000 a
-    chunk)."""
+def test_a_chunk_merges_its_buckets_into_the_stored_ones_without_reading_them():
+    """A coarse level's bucket holds every agent active in its span (a run of 12,000 incarnations read
+    60,000 a chunk for the hundred it touched): the database merges a chunk's rows into the stored
+    buckets on their key, and the write path reads none. What it stores equals one fold of it all."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from runs.ingest import rebuild
     from runs.ingest import writer as ingest
     from runs.models import Run
+    from runs.models.timeline import LEVELS
+    from tests.streams import projection_dump
 
     def stamp(ms):
-        return f"2026-07-24T04:00:00.{ms:03d}Z"
+        return f"2026-07-24T04:00:{ms // 1000:02d}.{ms % 1000:03d}Z"
 
     records = []
     for i in range(60):
@@ -260,31 +263,18 @@ def test_a_chunk_reads_the_buckets_of_its_own_agents_only():
                     {"type": "tool_call", "agentId": f"a{i:03d}", "name": "read_file", "timestamp": stamp(i + 1)}]
     run = Run.objects.create(name="shared-buckets")
     ingest.append(run, records)
+    later = [{"type": "tool_call", "agentId": "a007", "name": "shell", "timestamp": stamp(500)},
+             {"type": "turn_outcome", "agentId": "a007", "outcome": "error", "timestamp": stamp(600)},
+             {"type": "turn_started", "agentId": "a007", "turn": 2, "timestamp": stamp(700)},
+             {"type": "tool_result", "agentId": "a007", "name": "shell", "ok": False, "timestamp": stamp(9000)},
+             {"type": "turn_started", "agentId": "a007", "turn": 3, "timestamp": stamp(9500)}]
     with CaptureQueriesContext(connection) as queries:
-        ingest.append(run, [{"type": "tool_call", "agentId": "a007", "name": "shell", "timestamp": stamp(500)}])
-    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and '"runs_timelinebucket"' in q["sql"]]
-    read = set()
-    with connection.cursor() as cursor:
-        for sql in reads:
-            cursor.execute(sql)
-            read |= {row[1] for row in cursor.fetchall()}  # (pk, agent_id, ...)
-    assert reads and read == {"a007"}
+        for record in later:  # a chunk each: each merges into what the one before stored
+            ingest.append(run, [record])
+    assert not [q["sql"] for q in queries if q["sql"].startswith("SELECT") and '"runs_timelinebucket"' in q["sql"]]
+    folded = projection_dump(run)["timeline"]["TimelineBucket"]
+    coarse = [row for row in folded if row["agent_id"] == "a007" and row["level"] == LEVELS[-1]]
+    assert [(r["turns"], r["first_turn"], r["last_turn"], r["error"]) for r in coarse] == [(2, 1, 2, True)]
+    rebuild.rebuild_projections(run)
+    assert projection_dump(run)["timeline"]["TimelineBucket"] == folded
 
-
-def test_a_chunk_reads_its_buckets_as_ranges_of_the_index_not_every_bucket_of_the_run():
-    """Each level's buckets a chunk touches are one range of the (run, level, b, agent) index: SQLite
-    walked every bucket of the run for each chunk while the run stood outside the ranges (a run of
-    11,500 agents: 130,000 buckets, 33 ms a chunk)."""
-    from django.db import connection
-
-    from runs.ingest import writer as ingest
-    from runs.models import Run
-    from tests.ingest_helpers import appended_reads
-
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite's query plan")
-    run = Run.objects.create(name="bucket-ranges")
-    ingest.append(run, [{"type": "turn_started", "agentId": "a", "turn": 1, "timestamp": "2026-07-24T04:00:00Z"}])
-    [(_, searches)] = appended_reads(run, [{"type": "tool_call", "agentId": "a", "name": "shell",
-                                            "timestamp": "2026-07-24T04:00:09Z"}], "runs_timelinebucket")
-    assert searches and all("(run_id=? AND level=? AND b>? AND b<?)" in s for s in searches), searches
