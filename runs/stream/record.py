@@ -103,22 +103,26 @@ def check_value(obj, text: str) -> None:
     surrogates = _SURROGATE_ESCAPE.search(text) is not None
     if not (deep or surrogates):
         return
+    if not isinstance(obj, (dict, list)):  # a bare string (a line that is not an object yet)
+        if surrogates and isinstance(obj, str) and _has_surrogate(obj):
+            raise RecordError(_SURROGATE_REASON)
+        return
+    # Only containers are pushed (a prompt's hundreds of pointers put it past the bracket count): a
+    # scalar has no depth of its own, and its string is checked where its container is walked.
     stack = [(obj, 1)]
     while stack:
         value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise RecordError(f"nested deeper than {MAX_DEPTH} levels")
         if isinstance(value, dict):
-            if depth > MAX_DEPTH:
-                raise RecordError(f"nested deeper than {MAX_DEPTH} levels")
-            for key, item in value.items():
-                if surrogates and _has_surrogate(key):
-                    raise RecordError(_SURROGATE_REASON)
+            if surrogates and any(_has_surrogate(key) for key in value):
+                raise RecordError(_SURROGATE_REASON)
+            value = value.values()
+        for item in value:
+            if isinstance(item, (dict, list)):
                 stack.append((item, depth + 1))
-        elif isinstance(value, list):
-            if depth > MAX_DEPTH:
-                raise RecordError(f"nested deeper than {MAX_DEPTH} levels")
-            stack.extend((item, depth + 1) for item in value)
-        elif surrogates and isinstance(value, str) and _has_surrogate(value):
-            raise RecordError(_SURROGATE_REASON)
+            elif surrogates and isinstance(item, str) and _has_surrogate(item):
+                raise RecordError(_SURROGATE_REASON)
 
 
 _SURROGATE_REASON = "a lone surrogate (\\ud800-\\udfff) in a string: not storable as UTF-8 text"
