@@ -103,7 +103,7 @@ def check_value(obj, text: str) -> None:
     surrogates = _SURROGATE_ESCAPE.search(text) is not None
     if not (deep or surrogates):
         return
-    if not isinstance(obj, (dict, list)):  # a bare string (a line that is not an object yet)
+    if not isinstance(obj, (dict, list)):  # a bare scalar (a line that is then refused as not an object)
         if surrogates and isinstance(obj, str) and _has_surrogate(obj):
             raise RecordError(_SURROGATE_REASON)
         return
