@@ -55,8 +55,9 @@ def _text(rng, lo, hi):
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
 
 
-def generate(n_events, seed=7, n_agents=12):
-    """Yield exactly n_events gg records (dicts) of one multi-agent session."""
+def generate(n_events, seed=7, n_agents=12, spawn=0.02):
+    """Yield exactly n_events gg records (dicts) of one multi-agent session: before each turn the root
+    spawns a subagent with probability `spawn`, until there are `n_agents`."""
     rng = random.Random(seed)
     clock = _Clock()
     out = []
@@ -80,7 +81,7 @@ def generate(n_events, seed=7, n_agents=12):
     next_store = 1
     total = 0
     while True:
-        if len(agents) < n_agents and rng.random() < 0.02:
+        if len(agents) < n_agents and rng.random() < spawn:
             rac = rng.random() < 0.6
             child = {"id": f"agent-{len(agents)}", "parent": "root",
                      "mode": "responses_as_code" if rac else "tool_calling",
