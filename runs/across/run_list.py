@@ -42,6 +42,9 @@ COLUMNS = {
 }
 
 
+LIST_UNREAD = ("facts__refusals_by_agent", "facts__peak_context", "facts__agents")
+
+
 class BadCursor(ValueError):
     pass
 
@@ -87,7 +90,8 @@ def run_list_page(f: RunFilter, *, sort: str = "", after: str = "", before: str 
                   per_page: int = PER_PAGE) -> ListPage:
     column, desc = parse_sort(sort)
     expr = COLUMNS[column][1]
-    qs = filtered_runs(f).select_related("facts").annotate(sort_key=expr)
+    # Not the facts' per-agent maps (a run of 8,000 agents: ~150 KB of JSON each), which no column shows.
+    qs = filtered_runs(f).select_related("facts").defer(*LIST_UNREAD).annotate(sort_key=expr)
     total = qs.count()
     problem, cursor, backwards = "", None, False
     try:

@@ -151,6 +151,16 @@ def test_the_list_shows_tokens_cost_and_duration(viewer_client, corpus):
     assert facts.duration_seconds == report["durationSeconds"]
 
 
+def test_the_list_reads_no_per_agent_facts(viewer_client, corpus):
+    """Its columns are the facts' figures: the maps keyed by agent (~150 KB a run of 8,000 agents, decoded
+    for each of a page's runs) are not read, and the figures beside them still are."""
+    with CaptureQueriesContext(connection) as ctx:
+        html = viewer_client.get(reverse("runs:list"), {"q": "multi-lang"}).content.decode()
+    read = " ".join(q["sql"] for q in ctx.captured_queries)
+    assert "total_tokens" in read and "$0.0425" in html
+    assert not any(field in read for field in ("peak_context", "refusals_by_agent", '"runs_runfacts"."agents"'))
+
+
 def test_keyset_pages_walk_every_run_once_with_bounded_queries(viewer_client):
     Run.objects.bulk_create([Run(name=f"run-{i:03d}", turn_count=i % 7) for i in range(120)])
     run_facts.catch_up()
