@@ -81,7 +81,7 @@ def test_chains_deeper_than_python_recurses_are_drawn_with_their_depth_said(view
     assert f'data-agent="s{deep}" data-level="{deep}"' in html and 'data-agent="e900" data-level="0"' in html
     assert f'style="--level: 10"><span class="muted" title="nested {deep} levels deep">{deep} ›</span>' in html
     assert 'style="--level: 9"><a' in html  # s9: drawn at its own level, no depth said
-    timeline = viewer_client.get(reverse("runs:timeline", args=(run.pk,)) + "?lanes=1100").content.decode()
+    timeline = viewer_client.get(reverse("runs:timeline", args=(run.pk,)) + f"?lanes={deep}").content.decode()
     assert f"{deep}› s{deep}" in timeline
 
 
