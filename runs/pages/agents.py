@@ -39,6 +39,7 @@ CONTEXT_BANDS = ("system", "user_prompt", "assistant", "tool_output", "compiler_
                  "history")
 INDENT_LEVELS = 10  # nesting levels drawn as indentation (ForestRow.indent)
 AGENTS_SHOWN = 200  # the roster's rows a page (a run of thousands of agents is listed in pages)
+FIND_CHARS = 200  # what the roster's search reads of its text (an agent id is at most 200)
 # What the tab reads of no agent (one agent's page does): its timing and context figures were 4.9 of the
 # 12.4 MB of agent JSON on a run of 12,747 agents.
 ROSTER_UNREAD = ("material", "timing", "context_bands", "error_turns", "error_types", "error_facts")
@@ -65,6 +66,15 @@ def agents_page(request, pk):
     kept = {"profile": profile} if profile is not None else {}  # what the roster's page links carry
     if state is not None:
         kept.update(machine=machine, state=state)
+    # Finding agents among thousands: a part of the id, a status, or both.
+    statuses = sorted({a.status for a in agents})
+    find, status = request.GET.get("find", "").strip()[:FIND_CHARS], request.GET.get("status", "")
+    if find:
+        needle = find.casefold()
+        forest = [row for row in forest if needle in row.agent.agent_id.casefold()]
+    if status:
+        forest = [row for row in forest if row.agent.status == status]
+    kept.update({k: v for k, v in (("find", find), ("status", status)) if v})
     shown, pages = paged(forest, request.GET.get("agents"), AGENTS_SHOWN)
     whole = run.agents.defer(*ROSTER_UNREAD).in_bulk([row.agent.pk for row in shown])
     for row in shown:
@@ -81,6 +91,7 @@ def agents_page(request, pk):
         p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": [], "count": 0, "more": 0})
     return render(request, "runs/agents.html", run_context(
         run, "agents", rows=rows, pages=pages, profiles=profiles, profile=profile, machine=machine, state=state,
+        find=find, status=status, statuses=statuses, matched=len(forest) if find or status else None,
         keep=f"{urlencode(kept)}&" if kept else ""))
 
 
@@ -125,7 +136,7 @@ class ForestRow:
 
 # What `agent_forest` reads of an agent (a page that reads no more of them reads only these).
 FOREST_FIELDS = ("agent_id", "parent_agent_id", "parent_id", "predecessor_id", "transition_kind", "first_seq")
-TAB_FIELDS = tuple(dict.fromkeys((*FOREST_FIELDS, "fsm_id", "fsm_state", *DIVERGENCE_FIELDS,
+TAB_FIELDS = tuple(dict.fromkeys((*FOREST_FIELDS, "fsm_id", "fsm_state", "status", *DIVERGENCE_FIELDS,
                                   *PROFILE_FIELDS)))
 
 

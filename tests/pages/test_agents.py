@@ -260,3 +260,32 @@ def test_an_agents_page_links_its_first_and_last_turn_once_each(viewer_client):
     three = viewer_client.get(reverse("runs:agent", args=(run.pk, "three"))).content.decode()
     assert one.count("/agents/one/turns/1/") == 1 and "Turn 1 (its only one)" in one and "(last)" not in one
     assert ">Turn 1</a>" in three and ">Turn 3 (last)</a>" in three
+
+
+def test_the_roster_finds_agents_by_a_part_of_their_id_and_by_status(viewer_client, monkeypatch):
+    """Among thousands of agents: the id's part in any case, a status, or both, in forest order; the
+    roster's pages keep the search, the per-profile figures still count every agent."""
+    run = Run.objects.create(name="many-to-find")
+    records = [{"type": "session_started", "agentId": "root"}]
+    for i in range(1, 30):
+        records += [{"type": "agent_spawned", "agentId": f"Worker-{i:02d}", "parentAgentId": "root"},
+                    {"type": "agent_status", "agentId": f"Worker-{i:02d}", "status": "failed" if i % 7 == 0 else "done"}]
+    ingest.append(run, records)
+
+    def roster(query):
+        html = get(viewer_client, "agents", run.pk, query=query)
+        return html, [a for a, _ in rows(html[:html.index('id="profile-table"')], "data-agent")]
+
+    html, found = roster("find=WORKER-1")
+    assert found == [f"Worker-{i}" for i in range(10, 20)] and "10 agents match in forest order" in html
+    assert re.search(r'<tr data-profile="[^"]*"[^>]*>.*?>30</a>', html, re.S)  # the profile still counts all 30
+    html, found = roster("status=failed")
+    assert found == ["Worker-07", "Worker-14", "Worker-21", "Worker-28"] and '<option selected>failed</option>' in html
+    _, found = roster("find=2&status=failed")
+    assert found == ["Worker-21", "Worker-28"]
+    monkeypatch.setattr("runs.pages.agents.AGENTS_SHOWN", 3)
+    html, found = roster("find=worker-1")
+    assert found == ["Worker-10", "Worker-11", "Worker-12"] and 'href="?find=worker-1&amp;agents=3"' in html
+    html, found = roster("find=%3Cb%3Enope&status=done")
+    assert found == [] and "No agent has an id containing “&lt;b&gt;nope” and the status done." in html
+    assert "<b>nope" not in html
