@@ -84,7 +84,7 @@ def agents_page(request, pk):
     rows = [{"row": row, "failed": failed_calls(row.agent), "surface": call_surface(row.agent),
              "spend": agent_spend(row.agent, table), "href": agent_url(run.pk, row.agent.agent_id),
              "feed": agent_feed_url(run.pk, row.agent.agent_id)} for row in shown]
-    holdings = run_holdings(run, agents)
+    holdings = run_holdings(run, agents, enabled_only=True)
     modules = profile_modules(run, agents, holdings, run_divergences(run, agents, holdings))
     profiles = profile_rows(run, agents, key_of)
     for p in profiles:

@@ -105,15 +105,19 @@ class RosterRow(NamedTuple):
 
 
 def run_holdings(run: Run, agents: list[Agent] | None = None, *, whole_run: bool = True,
-                 kind: str | None = None) -> list[RosterRow]:
+                 kind: str | None = None, enabled_only: bool = False) -> list[RosterRow]:
     """Every roster row of the run (of one `kind` only, when given), in roster order, each with its
     agent taken from `agents` (the run's, already read; read here when not given) rather than
     decoded again for every row; `whole_run=False`: `agents` are a few of the run's, and only their
-    rows are read."""
+    rows are read. `enabled_only`: the enabled rows, all that the stores (bound to enabled rows alone,
+    runs.ingest.fold_types) and the divergences read; a disabled kind is shown in its agent's own roster
+    only (half the rows of a run whose agents report six kinds and enable three)."""
     agents = run_agents(run) if agents is None else agents
     rows = Holding.objects.filter(agent__run=run).order_by("agent__first_seq", "position")
     if kind is not None:
         rows = rows.filter(kind=kind)
+    if enabled_only:
+        rows = rows.filter(enabled=True)
     if not whole_run:
         rows = rows.filter(agent_id__in=[a.pk for a in agents])
     rows = list(rows.values_list(*RosterRow._fields[:-1]))

@@ -40,7 +40,7 @@ STORE_FIELDS = (*DIVERGENCE_FIELDS, "status", "last_breakdown", "first_seq", "pr
 def stores_page(request, pk):
     run = run_or_404(pk)
     agents = agent_values(run, STORE_FIELDS)
-    holdings = run_holdings(run, agents)
+    holdings = run_holdings(run, agents, enabled_only=True)
     stores = store_index(run, agents, holdings)
     page = request.GET.get("page", "")
     page = whole_number(page) or 1  # anything else: the first page

@@ -149,6 +149,9 @@ def test_roster_rows_are_the_rows_the_orm_reads():
     assert len(read) == 3 and read == [[getattr(h, f) for f in fields] + [h.agent.agent_id] for h in
                                        Holding.objects.filter(agent__run=run).order_by("agent__first_seq", "position")]
     assert [h.agent.agent_id for h in run_holdings(run, run_agents(run), kind="memories")] == ["root", "a1"]
+    # The enabled rows alone, in roster order (the Agents and Stores tabs' read): the disabled tasks row is not.
+    assert [(h.agent.agent_id, h.kind) for h in run_holdings(run, run_agents(run), enabled_only=True)] == [
+        ("root", "memories"), ("a1", "memories")]
 
 
 def test_a_described_profile_that_does_not_declare_memories_has_nothing_to_diverge_from():
