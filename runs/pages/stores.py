@@ -31,6 +31,7 @@ STORES_SHOWN = 50
 # A store's holders and lifetime steps its card lists (a run's board may have thousands of holders, a
 # carried memory a step per succession); its own page lists them all, a page at a time.
 CARD_ROWS = 20
+FIND_CHARS = 200  # what the search for a store reads of its text (a module id is at most 200)
 # What the index reads of a holder (and the tab badge's divergences, from the same rows): decoding whole
 # agent rows was 2.4 of the page's 2.7 s under the profiler on 12,747 agents.
 STORE_FIELDS = (*DIVERGENCE_FIELDS, "status", "last_breakdown", "first_seq", "predecessor_id")
@@ -45,9 +46,12 @@ def stores_page(request, pk):
     page = request.GET.get("page", "")
     page = whole_number(page) or 1  # anything else: the first page
     show = request.GET.get("show", "")
-    groups = store_pages(stores_by_kind(stores), request.GET.get("kind", ""), page, show if show in SHOWN else "")
-    return render(request, "runs/stores.html", run_context(run, "stores", agents, holdings, groups=groups,
-                                                           show=show, origins=roster_records(run)))
+    find = request.GET.get("find", "").strip()[:FIND_CHARS]
+    groups = store_pages(stores_by_kind(stores), request.GET.get("kind", ""), page, show if show in SHOWN else "",
+                         find)
+    return render(request, "runs/stores.html", run_context(
+        run, "stores", agents, holdings, groups=groups, show=show, find=find, origins=roster_records(run),
+        matched=sum(g.shown for g in groups) if find else None))
 
 
 @dataclass
@@ -248,15 +252,21 @@ class StoreGroup:
     shown: int = 0  # stores the ?show= filter kept (of total)
 
 
-def store_pages(groups, kind: str, page: int, show: str = "") -> list[StoreGroup]:
+def store_pages(groups, kind: str, page: int, show: str = "", find: str = "") -> list[StoreGroup]:
     """Each kind's first page of `STORES_SHOWN` stores; with `kind`, only that kind at `page` (past
-    its last page: the last one), and with `show` only the stores that overview figure counts."""
-    out = []
+    its last page: the last one), with `show` only the stores that overview figure counts, and with
+    `find` only those whose id contains it, in any case (a kind none matches is left out). The
+    overview figures count every store of the kind."""
+    out, needle = [], find.casefold()
     for name, stores in groups:
         if kind and name != kind:
             continue
-        overview = kind_overview(stores)
         listed = [v for v in stores if SHOWN[show](v)] if kind and show else stores
+        if needle:
+            listed = [v for v in listed if needle in v.module_id.casefold()]
+            if not listed:
+                continue
+        overview = kind_overview(stores)
         pages = max(1, -(-len(listed) // STORES_SHOWN))
         at = min(page, pages) if kind else 1
         out.append(StoreGroup(name, listed[(at - 1) * STORES_SHOWN:at * STORES_SHOWN], len(stores), at, pages,

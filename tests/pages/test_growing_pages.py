@@ -118,3 +118,21 @@ def test_a_bad_stores_page_shows_the_first(viewer_client, query):
 def test_a_stores_page_past_the_last_shows_the_last(viewer_client):
     shown, _, _ = stores_page(viewer_client, stores_run("past", STORES_SHOWN + 1), "?kind=memories&page=9")
     assert shown == [f"memories-{STORES_SHOWN}"]
+
+
+def test_the_stores_page_finds_stores_by_a_part_of_their_id(viewer_client, monkeypatch):
+    """In any case, in the tab's order, a kind none matches left out, each kind's figures still counting
+    all its stores; the pages keep the search."""
+    n = 2 * STORES_SHOWN + 20
+    run = stores_run("to-find", n)
+    matching = [f"memories-{i}" for i in range(n) if str(i).startswith("1")]  # 1, 10-19, 100-119
+    shown, html, _ = stores_page(viewer_client, run, "?find=MEMORIES-1")
+    assert shown == matching and f"{len(matching)} stores match" in html and f"· {n} stores" in html
+    monkeypatch.setattr("runs.pages.stores.STORES_SHOWN", 10)
+    shown, html, _ = stores_page(viewer_client, run, "?find=MEMORIES-1")
+    assert shown == matching[:10] and "Page 1 of 4" in html
+    after = re.search(r'href="(\?kind=memories&amp;find=MEMORIES-1&amp;page=2)#kind-memories" rel="next"', html)
+    shown, _, _ = stores_page(viewer_client, run, after[1].replace("&amp;", "&"))
+    assert shown == matching[10:20]
+    shown, html, _ = stores_page(viewer_client, run, "?find=%3Cb%3Enone")
+    assert shown == [] and "No store's id contains “&lt;b&gt;none”." in html and "<b>none" not in html
