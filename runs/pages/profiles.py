@@ -82,7 +82,16 @@ def profile_rows(run: Run, agents: list[Agent], key_of: dict | None = None) -> l
         peaks = [p for p in peaks if p is not None]
         turns = sum(a.turns for a in members)
         calls = sum(a.call_count for a in members)
-        offered = Counter(name for a in members if a.surface_reported for name in _offered(a))
+        # Named once per distinct surface, counted per instance: agents reporting the same surface share
+        # its decoded lists (common.agent_values), so 8,000 instances of a profile are a few surfaces.
+        surfaces = {}  # (its tools, its apis, tool-keyed) -> [an instance, how many]
+        for a in members:
+            if a.surface_reported:
+                surfaces.setdefault((id(a.tools), id(a.apis), tool_keyed(a)), [a, 0])[1] += 1
+        offered = Counter()
+        for a, n in surfaces.values():
+            for name in _offered(a):
+                offered[name] += n
         called = Counter()
         for a in members:
             called.update(calls_once(a))

@@ -53,17 +53,20 @@ def test_the_agents_tab_reads_the_run_per_profile_including_one_that_never_ran(v
         {"agentId": "sub-1", "type": "agent_surface", "executionMode": "tool_calling", "tools": ["finish"]},
         {"agentId": "sub-1", "type": "turn_started"},
         {"agentId": "sub-1", "type": "usage", "tokens": {"output": 10}, "cost": {"comparable": 0.5}},
+        # Two more instances reporting sub-1's surface: read once, the three share its decoded lists.
+        *({"agentId": f"sub-{i}", "type": t, "profileId": "builder", "parentAgentId": "root", "executionMode": "tool_calling",
+           "tools": ["finish"]} for i in (2, 3) for t in ("agent_spawned", "agent_surface")),
     ])
     run.refresh_from_db()
     rows = profile_rows(run, agent_values(run, PROFILE_FIELDS))  # the page's read: each agent's PROFILE_FIELDS, no Agent rows
-    assert rows == profile_rows(run, run_agents(run))
+    assert rows == profile_rows(run, run_agents(run)) == profile_rows(run, list(run.agents.all()))  # nothing shared
     rows = {r["key"]: r for r in rows}
     builder, explorer = rows["builder"], rows["explorer"]
-    assert (builder["instances"], builder["turns"], builder["tokens"], builder["token_share"]) == (2, 2, 50, 100)
+    assert (builder["instances"], builder["turns"], builder["tokens"], builder["token_share"]) == (4, 2, 50, 100)
     assert builder["calls_per_response"] == 1.0 and builder["cost_share"] == 100
     assert builder["capabilities"] == ["memories", "shell"] and builder["withheld"] == ["shell"]
-    assert builder["offered"] == [{"name": "finish", "instances": 2, "of": 2, "calls": 0},
-                                  {"name": "read_file", "instances": 1, "of": 2, "calls": 2}]
+    assert builder["offered"] == [{"name": "finish", "instances": 4, "of": 4, "calls": 0},
+                                  {"name": "read_file", "instances": 1, "of": 4, "calls": 2}]
     assert explorer["instances"] == 0
     html = viewer_client.get(reverse("runs:agents", args=[run.pk])).content.decode()
-    assert "never ran" in html and 'title="offered to 1 of 2">read_file 2× (1/2)' in html
+    assert "never ran" in html and 'title="offered to 1 of 4">read_file 2× (1/4)' in html
