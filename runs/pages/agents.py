@@ -39,7 +39,7 @@ CONTEXT_BANDS = ("system", "user_prompt", "assistant", "tool_output", "compiler_
                  "history")
 INDENT_LEVELS = 10  # nesting levels drawn as indentation (ForestRow.indent)
 AGENTS_SHOWN = 200  # the roster's rows a page (a run of thousands of agents is listed in pages)
-FIND_CHARS = 200  # what the roster's search reads of its text (an agent id is at most 200)
+FIND_CHARS = Agent._meta.get_field("agent_id").max_length  # what the roster's search reads of its text
 # What the tab reads of no agent (one agent's page does): its timing and context figures were 4.9 of the
 # 12.4 MB of agent JSON on a run of 12,747 agents.
 ROSTER_UNREAD = ("material", "timing", "context_bands", "error_turns", "error_types", "error_facts")

@@ -31,7 +31,7 @@ STORES_SHOWN = 50
 # A store's holders and lifetime steps its card lists (a run's board may have thousands of holders, a
 # carried memory a step per succession); its own page lists them all, a page at a time.
 CARD_ROWS = 20
-FIND_CHARS = 200  # what the search for a store reads of its text (a module id is at most 200)
+FIND_CHARS = ModuleStore._meta.get_field("module_id").max_length  # what the search for a store reads of its text
 # What the index reads of a holder (and the tab badge's divergences, from the same rows): decoding whole
 # agent rows was 2.4 of the page's 2.7 s under the profiler on 12,747 agents.
 STORE_FIELDS = (*DIVERGENCE_FIELDS, "status", "last_breakdown", "first_seq", "predecessor_id")
