@@ -85,9 +85,9 @@ def fold(run, rows, turns) -> None:
     buckets.write(run)
 
 
-def _insert(model, rows, fields, run) -> None:
+def _insert(model, rows, fields, run, on_conflict="") -> None:
     if rows:
-        insert_rows(model, rows, fields, run_id=run.pk)
+        insert_rows(model, rows, fields, run_id=run.pk, on_conflict=on_conflict)
 
 
 def _tick(lane, ms, failed, buckets) -> None:
@@ -139,9 +139,7 @@ class _Buckets:
         nothing is read. Read first, a chunk's buckets cost a fifth of its fold."""
         rows = [SimpleNamespace(agent_id=agent_id, level=level, b=b, **dict(zip(_BUCKET_FIELDS, add)))
                 for (agent_id, level, b), add in self.rows.items()]
-        if rows:
-            insert_rows(TimelineBucket, rows, ["agent_id", "level", "b", *_BUCKET_FIELDS], run_id=run.pk,
-                        on_conflict=_upsert())
+        _insert(TimelineBucket, rows, ["agent_id", "level", "b", *_BUCKET_FIELDS], run, _upsert())
 
 
 def _upsert() -> str:

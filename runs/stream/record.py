@@ -103,13 +103,10 @@ def check_value(obj, text: str) -> None:
     surrogates = _SURROGATE_ESCAPE.search(text) is not None
     if not (deep or surrogates):
         return
-    if not isinstance(obj, (dict, list)):  # a bare scalar (a line that is then refused as not an object)
-        if surrogates and isinstance(obj, str) and _has_surrogate(obj):
-            raise RecordError(_SURROGATE_REASON)
-        return
     # Only containers are pushed (a prompt's hundreds of pointers put it past the bracket count): a
-    # scalar has no depth of its own, and its string is checked where its container is walked.
-    stack = [(obj, 1)]
+    # scalar has no depth of its own, and its string is checked where its container is walked. `obj`
+    # starts as the one item of a container of its own, so a bare scalar line is checked alike.
+    stack = [((obj,), 0)]
     while stack:
         value, depth = stack.pop()
         if depth > MAX_DEPTH:
