@@ -14,6 +14,7 @@ from runs.ingest import facts as run_facts
 from runs.models import Agent, Run, RunFacts
 from runs.stream.profiles import find_profile
 from runs.stream.usage import TOKEN_CLASSES
+from runs.pages.common import paged
 from runs.pages.report import agent_docs, build_report
 from runs.pages.run_selectors import run_liveness
 
@@ -225,20 +226,26 @@ def _run_ref(side: Side) -> dict:
             "state": run_liveness(run, side.facts.last_event_at)["state"], "source": run.source}
 
 
-def compare_runs(a: Run, b: Run) -> dict:
+def compare_runs(a: Run, b: Run, window: tuple[str | None, int] | None = None) -> dict:
+    """The two runs' comparison, every pair of agents side by side; with `window` (the index of the first
+    pair, as an address's text, and how many), those pairs only and `pairPages`, where they sit among
+    all (common.paged): a page of two runs of 8,000 agents each spent 160 ms on pairs it did not show."""
     sa = Side(a)
     sb = sa if b.pk == a.pk else Side(b)  # a run beside itself: its report read once
     pairs, only_a, only_b = pair_agents(sa.agents, sb.agents)
-    return {
+    out = {
         "kind": "runs",
         "a": _run_ref(sa), "b": _run_ref(sb),
         "declared": structural_diff(declared(a), declared(b)),
         "total": side_by_side(sa.figures, sb.figures),
-        "pairs": [{"a": _agent_ref(a, x), "b": _agent_ref(b, y), "figures": side_by_side(x["figures"], y["figures"])}
-                  for x, y in pairs],
-        "unpairedA": [_agent_ref(a, x) for x in only_a],
-        "unpairedB": [_agent_ref(b, y) for y in only_b],
     }
+    if window is not None:
+        pairs, out["pairPages"] = paged(pairs, *window)
+    return {**out,
+            "pairs": [{"a": _agent_ref(a, x), "b": _agent_ref(b, y),
+                       "figures": side_by_side(x["figures"], y["figures"])} for x, y in pairs],
+            "unpairedA": [_agent_ref(a, x) for x in only_a],
+            "unpairedB": [_agent_ref(b, y) for y in only_b]}
 
 
 class NoSuchAgent(LookupError):

@@ -26,8 +26,8 @@ from runs.models import Run, SavedView
 from runs.stream.record import whole_number
 
 EXPORT_MAX = 50  # runs per export archive
-# The comparison page's agent pairs and unpaired agents listed (two runs of thousands of agents were
-# 6 MB of page); its JSON (api_compare) lists them all.
+# The comparison page's pairs of agents a page, and unpaired agents listed (two runs of thousands of
+# agents were 6 MB of page); its JSON (api_compare) lists them all.
 PAIRS_SHOWN, UNPAIRED_SHOWN = 50, 100
 RUNS_OFFERED = 200  # the latest runs the blank form's run fields suggest
 
@@ -105,8 +105,9 @@ def runs_selected(request):
     return redirect(back)
 
 
-def _comparison(request):
-    """(the comparison, "", 200) or (None, why not, the status) from ?a=&b=[&agent_a=&agent_b=]."""
+def _comparison(request, window=None):
+    """(the comparison, "", 200) or (None, why not, the status) from ?a=&b=[&agent_a=&agent_b=]; `window`:
+    the pairs of agents shown (compare.compare_runs)."""
     refs = request.GET.get("a", ""), request.GET.get("b", "")
     for side, ref in zip("ab", refs):
         if not ref.strip():
@@ -126,20 +127,21 @@ def _comparison(request):
             return compare.compare_agents(a, agent_a, b, agent_b), "", 200
         except compare.NoSuchAgent as exc:
             return None, str(exc), 404
-    return compare.compare_runs(a, b), "", 200
+    return compare.compare_runs(a, b, window), "", 200
 
 
 @require_GET
 def compare_page(request):
-    result, error, status = _comparison(request)
-    context = {"result": result, "error": error, "query": request.GET.urlencode(),
+    result, error, status = _comparison(request, (request.GET.get("pairs"), PAIRS_SHOWN))
+    # The comparison's address, without the page of pairs shown (the pager's links add theirs).
+    query = urlencode([(k, v) for k, v in request.GET.items() if k != "pairs"])
+    context = {"result": result, "error": error, "query": query, "keep": f"{query}&",
                "saved": saved.of_kind(SavedView.Kind.COMPARE),
                **{k: request.GET.get(k, "") for k in ("a", "b", "agent_a", "agent_b")}}
     if result:
         context["sections"] = compare_sections(result)
         if result["kind"] == "runs":
-            context["hidden"] = {"pairs": max(len(result["pairs"]) - PAIRS_SHOWN, 0),
-                                 "a": max(len(result["unpairedA"]) - UNPAIRED_SHOWN, 0),
+            context["hidden"] = {"a": max(len(result["unpairedA"]) - UNPAIRED_SHOWN, 0),
                                  "b": max(len(result["unpairedB"]) - UNPAIRED_SHOWN, 0)}
             context["unpaired"] = {"a": result["unpairedA"][:UNPAIRED_SHOWN], "b": result["unpairedB"][:UNPAIRED_SHOWN]}
     # No runs named yet is the empty form with a hint, not an error page; its run fields offer the latest runs.
@@ -150,13 +152,14 @@ def compare_page(request):
 
 
 def compare_sections(result: dict) -> list[dict]:
-    """The comparison's figure tables, in reading order: the total (or the two agents), then the first
-    PAIRS_SHOWN pairs."""
+    """The comparison's figure tables, in reading order: the total (or the two agents), then the pairs
+    shown, each titled with its place among all the pairs."""
     if result["kind"] == "agents":
         return [{"title": "The two agents", "a": result["agentA"], "b": result["agentB"], "rows": result["figures"]}]
     out = [{"title": "The whole run", "a": None, "b": None, "rows": result["total"]}]
-    out += [{"title": f"{p['a']['profileId'] or '(no profile)'} · {p['a']['role'] or 'standard'}",
-             "a": p["a"], "b": p["b"], "rows": p["figures"]} for p in result["pairs"][:PAIRS_SHOWN]]
+    first = (result.get("pairPages") or {"first": 1})["first"]
+    out += [{"title": f"Pair {n:,} · {p['a']['profileId'] or '(no profile)'} · {p['a']['role'] or 'standard'}",
+             "a": p["a"], "b": p["b"], "rows": p["figures"]} for n, p in enumerate(result["pairs"], first)]
     return out
 
 

@@ -315,9 +315,9 @@ def test_an_agents_refusals_are_compared_in_full_not_as_the_rows_the_report_list
     assert sum(total.values()) > sum(len(doc["refusals"]) for doc in report["agents"])  # past the listed rows
 
 
-def test_two_runs_of_many_agents_list_the_first_pairs_and_unpaired_and_count_the_rest(viewer_client):
+def test_two_runs_of_many_agents_page_the_pairs_and_list_the_first_unpaired(viewer_client):
     """A pair a profile and role: 60 workers in each run pair; a's 120 helpers and b's 3 reviewers pair
-    with none. The page lists 50 pairs and 100 of each side's unpaired; its JSON lists them all."""
+    with none. The page shows 50 pairs a page and 100 of each side's unpaired; its JSON lists them all."""
     def run(name, agents):
         made = Run.objects.create(name=name)
         ingest.append(made, [{"type": "agent_spawned", "agentId": a, "profileId": p, "depth": 0} for a, p in agents])
@@ -327,7 +327,13 @@ def test_two_runs_of_many_agents_list_the_first_pairs_and_unpaired_and_count_the
     query = f"a={a.pk}&b={b.pk}"
     html = viewer_client.get(reverse("runs:compare") + "?" + query).content.decode()
     assert html.count('class="panel figures-pair"') == 1 + PAIRS_SHOWN  # the whole run, then the pairs
-    assert "and 10 more pairs of agents, in" in html
+    assert "Pairs 1–50 of 60, agents paired by profile and role" in html and "Pair 50 · worker" in html and "Pair 51 " not in html
+    later = re.search(r'id="pairs-later" href="\?([^"]+)"', html).group(1).replace("&amp;", "&")
+    assert later == f"{query}&pairs=50#pairs"
+    rest = viewer_client.get(reverse("runs:compare") + "?" + later.removesuffix("#pairs")).content.decode()
+    assert rest.count('class="panel figures-pair"') == 1 + 10 and "Pairs 51–60 of 60" in rest
+    assert "Pair 51 · worker" in rest and "Pair 50 " not in rest and 'id="pairs-earlier" href="?' in rest
+    assert rest.count('data-figure="turns"') == 11  # the whole run's turns, then each of the ten pairs'
     assert html.count("<b>only in a</b>") == UNPAIRED_SHOWN and "and 20 more only in a, in" in html
     assert html.count("<b>only in b</b>") == 3 and "more only in b" not in html
     assert "120 only in a, 3 only in b" in html
