@@ -356,9 +356,4 @@ def declarations():
     return "\n".join(out) + "\n"
 
 
-def lib_declarations(keys):
-    """The ambient modules of the code this agent loaded: `import * as csvTools from "lib:csvTools"`."""
-    return "".join(f'declare module "lib:{key}";\n' for key in keys)
-
-
 assert set(MODULES_BY_ID) - {"core"} == {m for m in interfaces() if m not in ("types", "feedback")}

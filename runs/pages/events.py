@@ -17,7 +17,6 @@ import json
 from django.contrib.auth.decorators import login_not_required
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from runs.access import readable_run, run_or_404, turn_url
@@ -36,10 +35,6 @@ def offset(run: Run, timestamp: str):
     if parsed is None or run.started_at is None:
         return None
     return (parsed - run.started_at).total_seconds()
-
-
-def event_url(run_pk: int, seq) -> str:
-    return reverse("runs:event", args=(run_pk, seq)) if seq else ""
 
 
 def _value(value) -> dict:

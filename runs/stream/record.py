@@ -221,15 +221,6 @@ def decode(obj: dict) -> Decoded:
     return Decoded(etype, rec, agent_id, timestamp)
 
 
-def decode_line(raw: str) -> Decoded:
-    """A stored line decoded (`loads_record` then `decode`); raises `RecordError` for a line that is
-    not a storable object (a line stored before a rule existed reads as not decodable)."""
-    obj = loads_record(raw)
-    if not isinstance(obj, dict):
-        raise RecordError(f"not a JSON object (a JSON {json_kind(obj)})")
-    return decode(obj)
-
-
 def _stored_object(raw):
     """(object, gg record or None) of a stored line, or (None, None) for a line no reader decodes.
     `raw` may be bytes (the gg binary's stdout)."""
