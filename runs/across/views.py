@@ -23,12 +23,14 @@ from runs.across import analysis, charts, compare, filters, run_list as listing,
 from runs.access import may_delete_runs, may_launch, readable_run, run_resolve
 from runs.ingest import deletion, stored
 from runs.models import Run, SavedView
+from runs.pages.common import paged
 from runs.stream.record import whole_number
 
 EXPORT_MAX = 50  # runs per export archive
-# The comparison page's pairs of agents a page, and unpaired agents listed (two runs of thousands of
-# agents were 6 MB of page); its JSON (api_compare) lists them all.
+# The comparison page's pairs of agents and unpaired agents of each side a page (two runs of thousands
+# of agents were 6 MB of page); its JSON (api_compare) lists them all.
 PAIRS_SHOWN, UNPAIRED_SHOWN = 50, 100
+PAGED_LISTS = ("pairs", "only_a", "only_b")  # the address keys of the comparison page's pages
 RUNS_OFFERED = 200  # the latest runs the blank form's run fields suggest
 
 
@@ -133,17 +135,18 @@ def _comparison(request, window=None):
 @require_GET
 def compare_page(request):
     result, error, status = _comparison(request, (request.GET.get("pairs"), PAIRS_SHOWN))
-    # The comparison's address, without the page of pairs shown (the pager's links add theirs).
-    query = urlencode([(k, v) for k, v in request.GET.items() if k != "pairs"])
-    context = {"result": result, "error": error, "query": query, "keep": f"{query}&",
+    # The comparison's address without the pages shown (the JSON link and a saved view), and for each
+    # pager the address without its own page (its links add theirs; the other lists stay where they are).
+    query = urlencode([(k, v) for k, v in request.GET.items() if k not in PAGED_LISTS])
+    keep = {p: urlencode([(k, v) for k, v in request.GET.items() if k != p]) + "&" for p in PAGED_LISTS}
+    context = {"result": result, "error": error, "query": query, "keep": keep,
                "saved": saved.of_kind(SavedView.Kind.COMPARE),
                **{k: request.GET.get(k, "") for k in ("a", "b", "agent_a", "agent_b")}}
     if result:
         context["sections"] = compare_sections(result)
         if result["kind"] == "runs":
-            context["hidden"] = {"a": max(len(result["unpairedA"]) - UNPAIRED_SHOWN, 0),
-                                 "b": max(len(result["unpairedB"]) - UNPAIRED_SHOWN, 0)}
-            context["unpaired"] = {"a": result["unpairedA"][:UNPAIRED_SHOWN], "b": result["unpairedB"][:UNPAIRED_SHOWN]}
+            context["unpaired"] = {side: paged(result[f"unpaired{side.upper()}"], request.GET.get(f"only_{side}"),
+                                               UNPAIRED_SHOWN) for side in "ab"}
     # No runs named yet is the empty form with a hint, not an error page; its run fields offer the latest runs.
     if not request.GET.get("a") and not request.GET.get("b"):
         context["error"], status = "", 200

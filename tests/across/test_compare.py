@@ -315,7 +315,7 @@ def test_an_agents_refusals_are_compared_in_full_not_as_the_rows_the_report_list
     assert sum(total.values()) > sum(len(doc["refusals"]) for doc in report["agents"])  # past the listed rows
 
 
-def test_two_runs_of_many_agents_page_the_pairs_and_list_the_first_unpaired(viewer_client):
+def test_two_runs_of_many_agents_page_the_pairs_and_the_unpaired(viewer_client):
     """A pair a profile and role: 60 workers in each run pair; a's 120 helpers and b's 3 reviewers pair
     with none. The page shows 50 pairs a page and 100 of each side's unpaired; its JSON lists them all."""
     def run(name, agents):
@@ -334,9 +334,15 @@ def test_two_runs_of_many_agents_page_the_pairs_and_list_the_first_unpaired(view
     assert rest.count('class="panel figures-pair"') == 1 + 10 and "Pairs 51–60 of 60" in rest
     assert "Pair 51 · worker" in rest and "Pair 50 " not in rest and 'id="pairs-earlier" href="?' in rest
     assert rest.count('data-figure="turns"') == 11  # the whole run's turns, then each of the ten pairs'
-    assert html.count("<b>only in a</b>") == UNPAIRED_SHOWN and "and 20 more only in a, in" in html
-    assert html.count("<b>only in b</b>") == 3 and "more only in b" not in html
+    assert html.count("<b>only in a</b>") == UNPAIRED_SHOWN and "Only in a 1–100 of 120" in html
+    assert html.count("<b>only in b</b>") == 3 and 'id="only-b-pages"' not in html
     assert "120 only in a, 3 only in b" in html
+    # Each list pages on its own: the rest of a's, the page of pairs kept.
+    later = re.search(r'id="only_a-later" href="\?([^"]+)"', rest).group(1).replace("&amp;", "&")
+    assert later == f"{query}&pairs=50&only_a=100#unpaired"
+    tail = viewer_client.get(reverse("runs:compare") + "?" + later.removesuffix("#unpaired")).content.decode()
+    assert tail.count("<b>only in a</b>") == 20 and "Only in a 101–120 of 120" in tail and "Pair 51 · worker" in tail
+    assert tail.count("<b>only in b</b>") == 3
     whole = viewer_client.get(reverse("runs:api_compare") + "?" + query).json()
     assert len(whole["pairs"]) == 60 and len(whole["unpairedA"]) == 120
 
