@@ -91,7 +91,8 @@ def agents_page(request, pk):
         p["modules"] = modules.get(p["group"], {"kinds": [], "divergences": [], "count": 0, "more": 0})
     return render(request, "runs/agents.html", run_context(
         run, "agents", rows=rows, pages=pages, profiles=profiles, profile=profile, machine=machine, state=state,
-        find=find, status=status, statuses=statuses, matched=len(forest) if find or status else None,
+        find=find, find_chars=FIND_CHARS, status=status, statuses=statuses,
+        matched=len(forest) if find or status else None,
         keep=f"{urlencode(kept)}&" if kept else ""))
 
 

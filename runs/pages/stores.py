@@ -50,7 +50,8 @@ def stores_page(request, pk):
     groups = store_pages(stores_by_kind(stores), request.GET.get("kind", ""), page, show if show in SHOWN else "",
                          find)
     return render(request, "runs/stores.html", run_context(
-        run, "stores", agents, holdings, groups=groups, show=show, find=find, origins=roster_records(run),
+        run, "stores", agents, holdings, groups=groups, show=show, find=find, find_chars=FIND_CHARS,
+        origins=roster_records(run),
         matched=sum(g.shown for g in groups) if find else None))
 
 
