@@ -21,14 +21,15 @@ POSTGRES = "postgresql://postgres@127.0.0.1:5432/"
 DATABASES = ("sqlite", "postgres")
 
 
-def postgres_database(name):
-    """Create an empty PostgreSQL database no one else uses, dropped when the bench exits (its
-    connections closed first); returns its URL."""
+def postgres_database(name, template=None):
+    """Create a PostgreSQL database no one else uses, empty or a copy of database `template` (which
+    no connection may be using), dropped when the bench exits (its connections closed first); returns
+    its URL."""
     import psycopg
 
     dbname = f"gg_bench_{name}_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(POSTGRES + "postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{dbname}"')
+        conn.execute(f'CREATE DATABASE "{dbname}"' + (f' TEMPLATE "{template}"' if template else ""))
 
     def drop():
         if "django" in sys.modules:
