@@ -10,7 +10,7 @@ also keeps only those agents.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, time, timedelta, timezone as dt_timezone
+from datetime import date, datetime, time, timedelta, timezone as dt_timezone
 
 from django.db.models import Q
 
@@ -97,6 +97,9 @@ def parse(query) -> RunFilter:
     return f
 
 
+MAX_DAY = date.max.isoformat()
+
+
 def _midnight(day: str) -> datetime:
     return datetime.combine(datetime.strptime(day, "%Y-%m-%d").date(), time(), tzinfo=dt_timezone.utc)
 
@@ -139,7 +142,7 @@ def run_q(f: RunFilter) -> Q:
             q &= Q(**{column: 0}) | Q(facts__isnull=True)
     if f.started_from:
         q &= Q(started_at__gte=_midnight(f.started_from))
-    if f.started_to:
+    if f.started_to and f.started_to != MAX_DAY:  # through the last day there is: no bound
         q &= Q(started_at__lt=_midnight(f.started_to) + timedelta(days=1))
     return q
 

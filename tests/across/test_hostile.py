@@ -40,3 +40,12 @@ def test_a_selection_of_odd_ids_selects_nothing(viewer_client):
     assert "Select at least one run" in response.content.decode()
     response = viewer_client.post(reverse("runs:selected"), {"run": ["1"], "action": "explode", "back": "//evil.example"})
     assert response.status_code == 302 and response["Location"].startswith("/?")
+
+
+def test_the_last_and_first_days_there_are_filter_without_failing(viewer_client):
+    import_stream(STREAMS / "multi_agent.ndjson", "dated")  # started 2026: inside either bound
+    for query in ({"to": "9999-12-31"}, {"from": "0001-01-01", "to": "9999-12-31"}, {"from": "9999-12-31"}):
+        expected = [] if query.get("from") == "9999-12-31" else ["dated"]
+        for fmt in ("", "json", "csv"):
+            assert viewer_client.get(reverse("runs:analysis"), {**query, "format": fmt}).status_code == 200
+        assert [n for n, _ in rows(viewer_client.get(reverse("runs:list"), query).content, "data-run")] == expected
