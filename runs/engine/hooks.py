@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from runs.engine.agents import SessionOver, message
 from runs.engine.sandbox.model_text import render
+from runs.engine.spec import MAX_UINT64
 from runs.engine.tools.confined import ConfinementUnavailable, run_confined
 from runs.engine.tools.errors import ToolError
 
@@ -98,7 +99,7 @@ def validation_errors(hooks, where, allowed_events):
             if not isinstance(action.get("command"), str) or not action["command"].strip():
                 errors.append((f"{at}.action.command", "a command hook needs a command line"))
             timeout = action.get("timeoutSecs")
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_UINT64:
                 errors.append((f"{at}.action.timeoutSecs", "a command hook needs timeoutSecs, a positive "
                                "number of seconds (gg has no default: a build's ceiling is the operator's)"))
             cwd = action.get("cwd")

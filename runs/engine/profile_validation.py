@@ -2,12 +2,14 @@
 tool and operation allowlists, its roster and a machine shell's states (`validate_profile`, called
 by `runs.engine.validation.validate_spec` for each of `agents`)."""
 
+import math
+
 from surfaces import docviews
 from surfaces.arms import LANGUAGES
 from surfaces.catalogue import BY_ID, CAPABILITIES, ENDINGS, TOOLS_BY_NAME
 from runs.engine import hooks
-from runs.engine.spec import (ENGINE_LANGUAGES, MEMORY_SCOPES, MODES, MODULE_KINDS, ROSTER_SCOPES, Capability,
-                              Profile, RosterEntry, State, Transition)
+from runs.engine.spec import (ENGINE_LANGUAGES, MAX_UINT64, MEMORY_SCOPES, MODES, MODULE_KINDS, ROSTER_SCOPES,
+                              Capability, Profile, RosterEntry, State, Transition)
 
 
 def is_int(value):
@@ -15,7 +17,8 @@ def is_int(value):
 
 
 def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A JSON number: NaN and the infinities (a form's "nan", "inf" or "1e400") are none, and no JSON holds them."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def validate_profile(raw, path, slugs, provider, engine, errors):
@@ -173,6 +176,9 @@ def _param_problem(cap_id, key, value, slugs):
         return None if value in ("owned", "unowned") else "ownership is owned or unowned"
     if key == "mergeAgent":
         return None if value in slugs else f"mergeAgent names a profile slug; {value!r} is none"
+    if key == "dir":  # the skill library's folder (the engine reads none outside the workspace)
+        inside = isinstance(value, str) and not value.startswith("/") and ".." not in value.split("/")
+        return None if inside and "\0" not in value else "dir is a folder inside the workspace (relative, no ..)"
     if key in ("states", "docViewTypes", "language"):
         return None  # checked with the machine / the mode
     if key == "summaryHeadroom":
@@ -180,7 +186,7 @@ def _param_problem(cap_id, key, value, slugs):
     if isinstance(default, bool):
         return None if isinstance(value, bool) else f"{key} is true or false"
     if is_int(default) or default is None and key in ("maxDepth", "windowLimit"):
-        return None if is_int(value) and value >= 0 else f"{key} is a whole number"
+        return None if is_int(value) and 0 <= value <= MAX_UINT64 else f"{key} is a whole number up to {MAX_UINT64:,}"
     if isinstance(default, str):
         return None if isinstance(value, str) else f"{key} is a string"
     return None

@@ -80,6 +80,7 @@ LIMIT_FIELDS = {"maxTurns": 1, "maxRuntimeSecs": 1, "maxParallel": 1, "maxConsec
                 "errorRateWindow": 1, "replayMaxBytes": 0, "maxModelRetries": 0, "modelCallTimeoutSecs": 1,
                 "modelRetryMaxDelaySecs": 0, "modelStreamIdleSecs": 1, "providerCacheMissLimit": 0}
 DEFAULT_MAX_PARALLEL = 4
+MAX_UINT64 = 2**64 - 1  # gg's whole numbers (limits, params, a hook's timeout) are uint64 in its schema
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from runs.engine import hooks
 from runs.engine.provider_policy import base_url_refusal, key_env_refusal, reply_errors
 from runs.engine.run_workspace import seed_refusal
 from runs.engine.profile_validation import as_list, is_int, is_number, validate_profile
-from runs.engine.spec import (DEFAULT_MAX_PARALLEL, ENV_NAME, LIMIT_FIELDS, PROFILE_FIELDS, SLUG, TOP_LEVEL, Limits,
-                              RunSpec)
+from runs.engine.spec import (DEFAULT_MAX_PARALLEL, ENV_NAME, LIMIT_FIELDS, MAX_UINT64, PROFILE_FIELDS, SLUG,
+                              TOP_LEVEL, Limits, RunSpec)
 
 
 class _Errors(list):
@@ -99,19 +99,19 @@ def _validate_limits(limits, errors):
         return Limits()
     for key, value in limits.items():
         path = f"limits.{key}"
-        if value is None:
+        if key not in LIMIT_FIELDS and key not in ("maxErrorRate", "maxCost"):
+            errors.add(path, f"unknown limit {key!r}")  # even unset (null, or a number past a double's range)
+        elif value is None:
             continue
-        if key in LIMIT_FIELDS:
-            if not is_int(value) or value < LIMIT_FIELDS[key]:
-                errors.add(path, f"{key} is a whole number of at least {LIMIT_FIELDS[key]}")
+        elif key in LIMIT_FIELDS:
+            if not is_int(value) or not LIMIT_FIELDS[key] <= value <= MAX_UINT64:
+                errors.add(path, f"{key} is a whole number from {LIMIT_FIELDS[key]} to {MAX_UINT64:,} (gg's uint64)")
         elif key == "maxErrorRate":
             if not is_number(value) or not 0 <= value < 1:
                 errors.add(path, "maxErrorRate is a fraction from 0 up to (not including) 1")
         elif key == "maxCost":
             if not is_number(value) or value <= 0:
                 errors.add(path, "maxCost is a positive number of US dollars")
-        else:
-            errors.add(path, f"unknown limit {key!r}")
     has_rate, has_window = limits.get("maxErrorRate") is not None, limits.get("errorRateWindow") is not None
     if has_rate != has_window:
         missing = "errorRateWindow" if has_rate else "maxErrorRate"

@@ -14,24 +14,31 @@ from runs.launch.forms import LaunchForm
 from runs.models import Run, SavedConfiguration
 
 
-def run_launch(*, form: LaunchForm, upload=None, user=None):
-    """Validate the form (spec, run name, workspace zip: every problem at once) and create the run
-    queued, its workspace ready, dispatched once committed. Returns the Run, or None with the
-    errors on `form`."""
-    extra = []
+def launch_problems(form: LaunchForm, upload=None) -> list:
+    """What would refuse the launch beyond the spec's own rules (`form.validate` takes them): the run
+    name (the one name rule of every run, and free) and the workspace zip, when one is uploaded."""
+    problems = []
     name = form.spec.get("name") or ""
     name = name if isinstance(name, str) else ""  # a non-string name: the spec's own validation says so
-    problem = name and run_name_problem(name)  # the one name rule of every run
+    problem = name and run_name_problem(name)
     if problem:
-        extra.append({"path": "name", "message": problem})
+        problems.append({"path": "name", "message": problem})
     elif name and (taken := run_name_taken(name.strip())):
-        extra.append({"path": "name", "message": taken})
+        problems.append({"path": "name", "message": taken})
     if upload is not None:
         try:
             workspace.check_zip(upload)
         except workspace.WorkspaceError as exc:
-            extra.append({"path": "workspace", "message": str(exc)})
-    run_spec = form.validate(extra)
+            problems.append({"path": "workspace", "message": str(exc)})
+    return problems
+
+
+def run_launch(*, form: LaunchForm, upload=None, user=None):
+    """Validate the form (spec, run name, workspace zip: every problem at once) and create the run
+    queued, its workspace ready, dispatched once committed. Returns the Run, or None with the
+    errors on `form`."""
+    name = form.spec.get("name") or ""
+    run_spec = form.validate(launch_problems(form, upload))
     if run_spec is None:
         return None
     try:

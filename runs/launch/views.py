@@ -19,6 +19,7 @@ from runs.launch.forms import WORKSPACE_FIELD, LaunchForm, dom_id
 from runs.launch.rerun import rerun_spec
 from runs.launch.starter import dry_run
 from runs.models import SavedConfiguration
+from runs.pages.common import confirm_page
 from runs.stream.record import whole_number
 
 
@@ -66,7 +67,7 @@ def launch_new(request):
 def launch_validate(request):
     """htmx: every input's error slot, refreshed out of band, plus the summary."""
     form = LaunchForm.from_post(request.POST)
-    form.validate()
+    form.validate(services.launch_problems(form))  # the name as launch checks it (the zip is not sent)
     names = dict.fromkeys([*form.field_names(), *request.POST.keys(), *(e["field"] for e in form.errors if e["field"])])
     return render(request, "runs/launch/_validation.html",
                   {"form": form, "validated": True,
@@ -92,7 +93,7 @@ def run_cancel(request, pk):
     run = run_or_404(pk)
     target = return_path(request, request.POST.get("next", ""), reverse("runs:feed", args=[pk]))
     if request.POST.get("confirm") != "yes":
-        return _confirm(request, f"Cancel {run.name}?", [
+        return confirm_page(request, f"Cancel {run.name}?", [
             "The run stops at its next turn boundary. Everything it recorded so far is kept, and it can be "
             "re-run with edits afterwards."], reverse("runs:cancel", args=[pk]), "Cancel the run",
             target, "Keep it running", hidden=[("next", target)])
@@ -114,7 +115,7 @@ def configurations(request):
 def configuration_delete(request, pk):
     configuration = get_object_or_404(SavedConfiguration, pk=pk)
     if request.POST.get("confirm") != "yes":
-        return _confirm(request, f"Delete the configuration {configuration.name!r}?", [
+        return confirm_page(request, f"Delete the configuration {configuration.name!r}?", [
             f"Saved by {configuration.created_by or 'nobody recorded'}, last changed "
             f"{configuration.updated_at:%Y-%m-%d %H:%M} UTC. Runs launched from it keep their own copy; "
             "the configuration itself cannot be brought back."],
@@ -135,7 +136,10 @@ def _initial_form(request):
         form.configuration = {"name": configuration.name, "description": configuration.description,
                               "loaded": str(configuration.pk)}
         return form
-    if (name := request.GET.get("demo")) and (spec := demo_spec(name)) is not None:
+    if name := request.GET.get("demo"):
+        spec = demo_spec(name)
+        if spec is None:
+            raise Http404(f"No demo {name!r}; the demos are {', '.join(demo_names())}.")
         spec.pop("name", None)  # run names are unique: each launch gets its own
         return LaunchForm.from_spec(spec)
     return LaunchForm.blank()
@@ -146,10 +150,3 @@ def _render_form(request, form, *, status=200, partial=False, rerun_of=None, act
     template = "runs/launch/_form.html" if partial else "runs/launch/new.html"
     return render(request, template, {"form": form, "view": form.view(), "rerun_of": rerun_of, "action": action,
                                       "overwrite": overwrite, "dry": dry, "demos": demo_names()}, status=status)
-
-
-def _confirm(request, title, lines, action, confirm_label, back, back_label, hidden=()):
-    """The step a destructive action takes first: what it does, and a button that does it."""
-    return render(request, "runs/launch/confirm.html", {
-        "title": title, "lines": lines, "action": action, "confirm_label": confirm_label, "back": back,
-        "back_label": back_label, "hidden": hidden})

@@ -13,6 +13,7 @@ from django.db import router
 from django.db.models import JSONField, TextField
 from django.db.models.base import ModelState
 from django.db.models.functions import Cast
+from django.shortcuts import render
 
 from runs.models import Agent, Holding, Run
 from runs.pages import run_selectors
@@ -202,3 +203,10 @@ def error_record(holder) -> dict:
         "loop_abort_words": facts.get("loopAbortWords", 0),
         "loop_abort_chars": facts.get("loopAbortChars", 0),
     }
+
+
+def confirm_page(request, title, lines, action, confirm_label, back, back_label, hidden=()):
+    """The step a destructive action takes first: what it does, and a button that does it."""
+    return render(request, "confirm.html", {
+        "title": title, "lines": lines, "action": action, "confirm_label": confirm_label, "back": back,
+        "back_label": back_label, "hidden": hidden})

@@ -138,3 +138,44 @@ def test_a_json_field_json_cannot_read_safely_is_its_fields_error(operator_clien
     assert form.validate() is None
     for name in ("hooks", "agents.0.extra", "limits.extra", "workspace.files"):
         assert [e for e in form.errors_for(name) if e.startswith(error)], (name, form.errors_for(name))
+
+
+# Numbers the form converts but gg cannot hold: a NaN or an infinity is no JSON (the run's row refused it
+# with a 500), a whole number past gg's uint64 no limit, an unknown limit unset by 1e400 still unknown.
+PAST_GG = [("limits.maxCost", "nan", "maxCost is a positive number of US dollars"),
+           ("limits.maxCost", "-inf", "maxCost is a positive number of US dollars"),
+           ("limits.maxCost", "1e400", "maxCost is a positive number of US dollars"),
+           ("limits.maxTurns", "9" * 30, "maxTurns is a whole number from 1 to 18,446,744,073,709,551,615"),
+           ("limits.extra", '{"foo": 1e400}', "unknown limit &#x27;foo&#x27;"),
+           ("agents.0.cap.skills.params.dir", "../../etc", "dir is a folder inside the workspace (relative, no ..)")]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name, value, error", PAST_GG)
+def test_values_past_what_gg_holds_are_the_fields_errors_in_every_action(operator_client, name, value, error):
+    from runs.models import SavedConfiguration
+
+    fields = form_fields(operator_client.get(reverse("runs:new"), {"demo": "delegation"}).content)
+    fields.update({name: [value], "agents.0.cap.skills": ["on"], "configuration.name": ["c"]})
+    assert error in operator_client.post(reverse("runs:validate"), querydict(fields)).content.decode()
+    for action in ("launch", "save"):
+        response = operator_client.post(reverse("runs:new"), querydict({**fields, "action": [action]}))
+        assert response.status_code == 400 and error in response.content.decode(), action
+    assert not Run.objects.exists() and not SavedConfiguration.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_live_check_names_the_run_name_launch_would_refuse(operator_client):
+    Run.objects.create(name="taken")
+    fields = form_fields(operator_client.get(reverse("runs:new"), {"demo": "delegation"}).content)
+    for name, error in (("taken", "A run named &#x27;taken&#x27; already exists."),
+                        ("x" * 300, "A run name has at most 200 characters"),
+                        ("a\tb", "A run name cannot hold a control character (U+0009).")):
+        assert error in operator_client.post(reverse("runs:validate"),
+                                             querydict({**fields, "name": [name]})).content.decode(), name
+
+
+@pytest.mark.django_db
+def test_an_unknown_demo_is_a_404_naming_the_demos(operator_client):
+    response = operator_client.get(reverse("runs:new"), {"demo": "../../etc"})
+    assert response.status_code == 404 and "the demos are arms, board" in response.content.decode()
