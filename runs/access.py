@@ -146,7 +146,7 @@ def return_path(request, target: str, fallback: str) -> str:
 
 
 def may_launch(user) -> bool:
-    """Launch, re-run or cancel a run, save or delete a configuration, save a view."""
+    """Launch, re-run or cancel a run, save or delete a configuration, save or delete a view."""
     return user.has_perm(LAUNCH_PERMISSION)
 
 

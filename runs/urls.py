@@ -19,6 +19,7 @@ urlpatterns = [
     path("analysis/", across_views.analysis_page, name="analysis"),
     path("views/save/", across_views.view_save, name="view_save"),
     path("views/<int:pk>/", across_views.view_open, name="view"),
+    path("views/<int:pk>/delete/", across_views.view_delete, name="view_delete"),
     path("runs/import/", ingest_views.run_import, name="import"),
     path("runs/<int:pk>/", overview.overview_page, name="detail"),
     path("runs/<int:pk>/export.ndjson", ingest_views.run_export, name="export"),

@@ -32,7 +32,8 @@ def url(view: SavedView) -> str:
 
 
 def save(*, name: str, kind: str, query: str, user) -> tuple[SavedView | None, str]:
-    """(the view, "") or (None, why not). Saving under a name the kind already has replaces it."""
+    """(the view, "") or (None, why not). Saving under a name of one's own view of the kind replaces
+    it; another user's is theirs (a view saved by no one recorded, whose user is gone, anyone's)."""
     name = (name or "").strip()
     if not name:
         return None, "A saved view needs a name."
@@ -42,6 +43,10 @@ def save(*, name: str, kind: str, query: str, user) -> tuple[SavedView | None, s
         return None, f"Unknown kind of view {kind!r}."
     if len(query) > QUERY_MAX:
         return None, "That view's query is too long to save."
+    holder = SavedView.objects.filter(kind=kind, name=name).select_related("created_by").first()
+    if holder is not None and holder.created_by_id not in (None, getattr(user, "pk", None)):
+        return None, (f"The {kind} view {name!r} is {holder.created_by}'s: save yours under another name, or "
+                      "delete theirs first (×).")
     view, _ = SavedView.objects.update_or_create(
         kind=kind, name=name, defaults={"query": clean_query(query), "created_by": user})
     return view, ""
@@ -49,3 +54,7 @@ def save(*, name: str, kind: str, query: str, user) -> tuple[SavedView | None, s
 
 def of_kind(kind: str) -> list[SavedView]:
     return list(SavedView.objects.filter(kind=kind).order_by("name")[:100])
+
+
+def delete(view: SavedView) -> None:
+    view.delete()

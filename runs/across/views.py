@@ -20,10 +20,10 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.across import analysis, charts, compare, filters, run_list as listing, saved
-from runs.access import may_delete_runs, may_launch, readable_run, run_resolve
+from runs.access import may_delete_runs, may_launch, readable_run, return_path, run_resolve
 from runs.ingest import deletion, stored
 from runs.models import Run, SavedView
-from runs.pages.common import paged
+from runs.pages.common import confirm_page, paged
 from runs.stream.record import whole_number
 
 EXPORT_MAX = 50  # runs per export archive
@@ -221,3 +221,20 @@ def view_save(request):
 @require_GET
 def view_open(request, pk):
     return redirect(saved.url(get_object_or_404(SavedView, pk=pk)))
+
+
+@require_POST
+def view_delete(request, pk):
+    if not may_launch(request.user):
+        raise PermissionDenied("Deleting a view needs the runs.add_run permission (as saving one does).")
+    view = get_object_or_404(SavedView.objects.select_related("created_by"), pk=pk)
+    back = return_path(request, request.POST.get("next", ""), reverse(saved.PAGES[view.kind]))
+    if request.POST.get("confirm") != "yes":
+        return confirm_page(request, f"Delete the saved view {view.name!r}?", [
+            f"Saved by {view.created_by or 'nobody recorded'} on {view.created_at:%Y-%m-%d %H:%M} UTC: the "
+            f"{view.get_kind_display().lower()} page at {saved.url(view)}. That page stays as it is; only the name "
+            "goes, and it cannot be brought back."],
+            reverse("runs:view_delete", args=[pk]), "Delete it", back, "Keep it", hidden=[("next", back)])
+    saved.delete(view)
+    messages.success(request, f"Deleted the saved view {view.name!r}.")
+    return redirect(back)

@@ -110,3 +110,37 @@ def test_a_saved_view_needs_a_name_and_a_known_kind(operator_client):
     assert "needs a name" in nameless.content.decode() and not SavedView.objects.exists()
     operator_client.post(reverse("runs:view_save"), {"name": "v", "kind": "nope", "query": ""})
     assert not SavedView.objects.exists()
+
+
+def test_a_saved_view_is_deleted_after_a_confirmation_from_its_pages_strip(operator_client):
+    operator_client.post(reverse("runs:view_save"), {"name": "Python", "kind": "list", "query": "language=python"})
+    view = SavedView.objects.get()
+    strip = operator_client.get(reverse("runs:list")).content.decode()
+    assert reverse("runs:view_delete", args=[view.pk]) in strip
+    back = reverse("runs:list") + "?status=failed"
+    asked = operator_client.post(reverse("runs:view_delete", args=[view.pk]), {"next": back})
+    assert asked.status_code == 200 and "Delete the saved view &#x27;Python&#x27;?" in asked.content.decode()
+    assert SavedView.objects.exists()
+    done = operator_client.post(reverse("runs:view_delete", args=[view.pk]), {"next": back, "confirm": "yes"})
+    assert done.status_code == 302 and done["Location"] == back and not SavedView.objects.exists()
+    assert operator_client.post(reverse("runs:view_delete", args=[view.pk]), {"confirm": "yes"}).status_code == 404
+
+
+def test_deleting_a_view_needs_the_permission(operator_client, viewer, client):
+    operator_client.post(reverse("runs:view_save"), {"name": "Python", "kind": "list", "query": "language=python"})
+    view = SavedView.objects.get()
+    client.force_login(viewer)
+    assert reverse("runs:view_delete", args=[view.pk]) not in client.get(reverse("runs:list")).content.decode()
+    assert client.post(reverse("runs:view_delete", args=[view.pk]), {"confirm": "yes"}).status_code == 403
+    assert SavedView.objects.exists()
+
+
+def test_another_users_saved_view_is_not_replaced(operator_client, django_user_model):
+    other = django_user_model.objects.create_user("other", password="other-pass-123")
+    SavedView.objects.create(name="Python", kind="list", query="language=python", created_by=other)
+    refused = operator_client.post(reverse("runs:view_save"), {"name": "Python", "kind": "list", "query": "q=x"},
+                                   follow=True)
+    assert "is other&#x27;s: save yours under another name" in refused.content.decode()
+    assert SavedView.objects.get().query == "language=python"
+    operator_client.post(reverse("runs:view_save"), {"name": "Python", "kind": "compare", "query": "a=1&b=2"})
+    assert SavedView.objects.count() == 2  # the name is per kind
