@@ -14,6 +14,7 @@ every bracket of their agents in the span; sparser, the bracket each call row si
 few events a row however far apart they are.
 """
 
+import re
 from dataclasses import dataclass
 
 from django.db import connection
@@ -219,7 +220,7 @@ def _fitting(rows):
 def jump_seq(run_pk, *, turn=None, time=None, agent=""):
     """The seq a jump reads from: the first turn_started of turn `turn` (of `agent` when given), or
     the first record stamped at or after `time` (a gg RFC 3339 stamp, or its "HH:MM[:SS]" on the
-    run's first day). None when there is no such record."""
+    run's first day). None when there is no such record; ValueError for a time that is neither."""
     events = Event.objects.filter(run_id=run_pk)
     if turn is not None:
         hit = events.filter(type="turn_started", turn=turn, **({"agent_id": agent} if agent else {}))
@@ -246,10 +247,17 @@ def jump_seq(run_pk, *, turn=None, time=None, agent=""):
     return lo
 
 
+# What the jump box sends as a time (static/js/feed.js): a clock time on the run's first day, or a stamp.
+_TIME = re.compile(r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?|\d{4}-\d{2}-\d{2}T[\d:.]*(Z|[+-]\d{2}:\d{2})?")
+
+
 def _stamp(run_pk, time):
     time = (time or "").strip()
     if not time:
         return None
+    if not _TIME.fullmatch(time):
+        raise ValueError(f"A time is HH:MM[:SS] on the run's first day or a stamp such as 2026-07-24T04:34:00Z, "
+                         f"not {time!r}.")
     if "T" in time:
         return time
     first = Event.objects.filter(run_id=run_pk).exclude(timestamp="").order_by("seq").values_list("timestamp", flat=True).first()

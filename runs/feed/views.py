@@ -71,7 +71,7 @@ def feed_rows(request, pk):
             turn = _int(get["turn"], "A turn") if "turn" in get else None
             seq = history.jump_seq(run.pk, turn=turn, time=get.get("time"), agent=flt.agent)
             if seq is None:
-                what = f"turn {turn}" if turn is not None else f"a record at or after {get.get('time')!r}"
+                what = f"turn {turn}" if turn is not None else f"record at or after {get.get('time')!r}"
                 return JsonResponse({"error": f"This run has no {what}."}, status=404)
             return JsonResponse(history.page(run.pk, flt, after=seq - 1).as_dict())
         if "seq" in get:

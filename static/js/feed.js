@@ -143,8 +143,9 @@
   // indicator says "loading history" until it is in the window. A read that opens the window
   // (`again`: the first one, a jump, the end) is tried again while the server cannot answer it (it
   // is restarting, or failed), the note saying why: a feed whose first read failed would otherwise
-  // never open its socket. Scrolling reads only say so (the next scroll asks again).
-  function page(params, use, again) {
+  // never open its socket. Scrolling reads only say so (the next scroll asks again). A read the
+  // server refuses (no such turn, not a time) hands its message to `refused` when given.
+  function page(params, use, again, refused) {
     var u = new URL(rowsUrl);
     Object.keys(params).forEach(function (k) { u.searchParams.set(k, params[k]); });
     loading++;
@@ -163,7 +164,8 @@
       .catch(function (err) {
         var retry = again && err.again;
         note.textContent = err.message + (retry ? " Trying again in 2 s." : "");
-        if (retry) setTimeout(function () { page(params, use, again); }, 2000);
+        if (retry) setTimeout(function () { page(params, use, again, refused); }, 2000);
+        else if (refused) refused(err.message);
       })
       .finally(function () { loading--; settle(); });
   }
@@ -241,7 +243,9 @@
       start(p, true);
       var target = rows.firstElementChild;
       if (target && at.seq && seqOf(target) === Number(at.seq)) target.classList.add("feed-target");
-    }, true);
+    }, true, function (message) {  // an address to nowhere still opens the feed, at its end
+      page({}, function (p) { start(p, false); note.textContent = message + " Showing the end of the run."; }, true);
+    });
   } else {
     page({}, function (p) { start(p, false); }, true);
   }

@@ -167,6 +167,22 @@ def test_a_first_read_the_server_fails_is_tried_again_and_the_feed_goes_live(pag
     assert len(failed) == 1 and page.errors == []
 
 
+def test_an_address_jumping_nowhere_says_why_and_opens_the_feed_at_its_end(page, console_server):
+    stored = ["one", "two"]
+    pk = post(console_server, f"e2e-nowhere-{uuid.uuid4().hex[:8]}", [log(text) for text in stored])["run"]
+    for jump, why in (("turn=999", "This run has no turn 999."),
+                      ("time=garbage", "A time is HH:MM[:SS] on the run's first day or a stamp such as")):
+        page.goto(f"{console_server.url}/runs/{pk}/feed/?{jump}")
+        wait_state(page, "live")  # the end read, the socket open
+        wait_rows(page, len(stored))
+        assert why in page.inner_text("#feed-note") and page.inner_text("#feed-note").endswith(
+            "Showing the end of the run.")
+        assert [r[2] for r in rendered(page)] == stored
+        post(console_server, pk, [log(jump)])  # and it follows the tail
+        stored.append(jump)
+        expect(page.locator("#feed-rows .feed-row:last-child .feed-detail")).to_have_text(jump)
+
+
 def test_a_stale_run_says_so_on_the_feed_indicator_until_a_record_arrives(page, console_server):
     started = {"agentId": "root", "type": "session_started"}
     pk = post(console_server, f"e2e-stale-{uuid.uuid4().hex[:8]}", [started, log("before the silence")])["run"]
