@@ -189,9 +189,20 @@ if PRODUCTION:
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+
+def _without_traceback(record):
+    record.exc_info = record.exc_text = None
+    return True
+
+
+# A request Django refuses as suspicious (a NUL in it, a bad Host, too many fields) is one line in the
+# log, its reason: anyone can send thousands, and their stacks would bury the tracebacks that matter.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"without_traceback": {"()": "django.utils.log.CallbackFilter", "callback": _without_traceback}},
+    "handlers": {"console": {"class": "logging.StreamHandler"},
+                 "refused": {"class": "logging.StreamHandler", "filters": ["without_traceback"]}},
+    "loggers": {"django.security": {"handlers": ["refused"], "propagate": False}},
     "root": {"handlers": ["console"], "level": "WARNING"},
 }

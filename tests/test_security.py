@@ -6,6 +6,8 @@ The routes are discovered by walking the URL resolver and the websocket routing,
 later is covered without touching this file; the only exceptions are named here.
 """
 
+import io
+import logging
 import os
 import re
 import subprocess
@@ -284,3 +286,17 @@ def test_a_nul_anywhere_in_a_request_is_a_400_that_says_where(operator_client, o
     as_curl = Client().post("/api/runs/curl/events", lines, content_type="application/x-www-form-urlencoded",
                             HTTP_AUTHORIZATION=f"Bearer {token.key}")
     assert as_curl.status_code == 200 and as_curl.json()["stored"] == 1500
+
+
+@pytest.mark.django_db
+def test_a_refused_request_is_one_line_of_the_log_without_its_stack(operator_client):
+    """Anyone can send thousands of suspicious requests: each is its reason in the log, not a traceback."""
+    handler = logging.getLogger("django.security").handlers[0]
+    stream, handler.stream = handler.stream, io.StringIO()
+    try:
+        assert operator_client.get("/?q=a%00b").status_code == 400
+        logged = handler.stream.getvalue()
+    finally:
+        handler.stream = stream
+    assert logged.splitlines() == ["The query string holds a NUL character (%00), which nothing in this console can "
+                                   "hold: no run, agent, store or filter is named with one."]

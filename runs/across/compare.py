@@ -66,6 +66,12 @@ def declared(run: Run) -> dict:
     return out
 
 
+def _declared_diff(a: dict, b: dict) -> dict:
+    """`declared`: what differs between two declarations; `undeclared`: the sides that declared
+    nothing (no capability set, or no profile in it), whose diff says nothing of them."""
+    return {"declared": structural_diff(a, b), "undeclared": [side for side, d in (("a", a), ("b", b)) if not d]}
+
+
 # ---------------------------------------------------------------------------------------------
 # Figures of one side
 
@@ -236,7 +242,7 @@ def compare_runs(a: Run, b: Run, window: tuple[str | None, int] | None = None) -
     out = {
         "kind": "runs",
         "a": _run_ref(sa), "b": _run_ref(sb),
-        "declared": structural_diff(declared(a), declared(b)),
+        **_declared_diff(declared(a), declared(b)),
         "total": side_by_side(sa.figures, sb.figures),
     }
     if window is not None:
@@ -266,6 +272,6 @@ def compare_agents(a: Run, agent_a: str, b: Run, agent_b: str) -> dict:
         "kind": "agents",
         "a": _run_ref(sa), "b": _run_ref(sb),
         "agentA": _agent_ref(a, x), "agentB": _agent_ref(b, y),
-        "declared": structural_diff(sa.profile(x["doc"]["profileId"]), sb.profile(y["doc"]["profileId"])),
+        **_declared_diff(sa.profile(x["doc"]["profileId"]), sb.profile(y["doc"]["profileId"])),
         "figures": side_by_side(x["figures"], y["figures"]),
     }

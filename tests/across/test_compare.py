@@ -360,3 +360,15 @@ def test_a_run_compared_with_itself_reads_its_report_once():
     assert len(one.captured_queries) < 0.6 * len(two.captured_queries)
     figures = beside["total"] + [row for pair in beside["pairs"] for row in pair["figures"]]
     assert beside["pairs"] and all(row["a"] == row["b"] and row["delta"] in (0, None) for row in figures)
+
+
+def test_runs_that_declared_nothing_are_not_declared_identically(viewer_client):
+    a, b = (import_stream(STREAMS / "legacy.ndjson", name)[0] for name in ("bare-a", "bare-b"))  # no capabilitySet
+    page = viewer_client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk}).content.decode()
+    assert "Neither run declared its configuration" in page and "Declared identically" not in page
+    assert compare_runs(a, b)["undeclared"] == ["a", "b"]
+    c, _ = import_stream(STREAMS / "multi_agent.ndjson", "declared")
+    page = viewer_client.get(reverse("runs:compare"), {"a": c.pk, "b": b.pk}).content.decode()
+    assert "Run b declared no configuration" in page and compare_runs(c, b)["undeclared"] == ["b"]
+    assert compare_runs(c, c)["undeclared"] == [] and "Declared identically" in viewer_client.get(
+        reverse("runs:compare"), {"a": c.pk, "b": c.pk}).content.decode()

@@ -68,6 +68,14 @@ def test_run_page_lists_rejected_lines(viewer_client):
     assert "<b>5</b><span>rejected lines</span>" in html
 
 
+def test_the_headers_zero_rejected_lines_links_to_a_section_saying_so(viewer_client):
+    run, _ = import_stream(REAL_MOCK)
+    html = viewer_client.get(reverse("runs:agents", args=[run.pk])).content.decode()
+    assert f'href="{reverse("runs:detail", args=[run.pk])}#rejected-lines"><b>0</b>' in html
+    html = viewer_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert 'id="rejected-lines"' in html and "None: every record this run received is stored." in html
+
+
 def test_run_page_queries_do_not_grow_with_events(viewer_client):
     small, _ = import_stream(REAL_MOCK, "small")
     big, _ = import_stream(STREAMS / "multi_agent.ndjson", "big")
