@@ -88,3 +88,9 @@ class IngestTokenAdmin(admin.ModelAdmin):
 @admin.register(models.SavedConfiguration)
 class SavedConfigurationAdmin(admin.ModelAdmin):
     list_display = ("name", "created_by", "updated_at")
+
+
+@admin.register(models.SavedView)
+class SavedViewAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "created_by", "created_at")
+    list_filter = ("kind",)
