@@ -1,5 +1,7 @@
 """The membrane's rules (seeds 002/003/004), each driven by a real program through the real guest."""
 
+import json
+
 import pytest
 
 from tests.sandbox_run import context, run
@@ -364,3 +366,23 @@ def test_every_wit_shape_crosses_the_membrane_intact_both_ways(tmp_path, monkeyp
         ("context.archive_thread", {"ranges": [{"start": 1, "end": 2}]}),
         ("tasks.update_task", {"id": "t1", "patch": {"title": None, "description": ("keep", None), "status": "done"}}),
     ]
+
+
+def test_a_programs_store_records_are_bounded_and_the_last_state_still_recorded(tmp_path):
+    from runs.engine.sandbox.store_records import MAX_BYTES
+
+    result = run(context(tmp_path, capabilities=["tasks"]), """
+        import gg
+        for i in range(20):
+            gg.tasks.add_task({"id": f"t{i}", "title": "x" * 9000})
+        for n in range(400):
+            gg.tasks.update_task("t0", {"title": f"title {n} " + "y" * 9000})
+    """)
+    states = result.of("tasks_state")
+    stored = sum(len(json.dumps(s, ensure_ascii=False)) for s in states[:-1])
+    assert stored <= MAX_BYTES and len(states) < 40  # not 420 records of up to 190 KB each
+    assert states[-1]["tasks"][0]["title"].startswith("title 399 ")  # the state the program left
+    record = result.of("code_execution")[0]
+    assert record["ok"] and record["storeRecordsSuppressed"] == 420 - (len(states) - 1)
+    assert any("store record(s) past 4 MiB were not recorded; the state of tasks" in line
+               for line in result.logs("warn"))

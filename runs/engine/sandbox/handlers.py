@@ -86,7 +86,7 @@ def _read_skill(m, name):
 # -- memories -----------------------------------------------------------------------------------
 def _mutated(m, revision):
     m.snapshot("memories")
-    m.emit({"type": "memory_revision", **revision})
+    m.store_records.add({"type": "memory_revision", **revision}, "memories")
     return m.store("memories").usage()
 
 

@@ -22,6 +22,7 @@ from surfaces.catalogue import BY_ID, ENDINGS
 from surfaces.grants import Grants
 from runs.engine.sandbox import model_text as messages
 from runs.engine.sandbox.handlers import HANDLERS
+from runs.engine.sandbox.store_records import StoreRecords
 from runs.engine.sandbox.typescript import lib_entries as typescript_lib_entries, lib_key
 from runs.engine.tools import docs
 from runs.engine.tools.errors import ToolError
@@ -145,6 +146,7 @@ class Membrane:
         self.refusals = self.refusals_suppressed = 0
         self.view_records = {"opened": 0, "closed": 0, "refused": 0}
         self.view_records_suppressed = 0
+        self.store_records = StoreRecords(self.emit)
         self.endings = []
         self.logs, self.log_count = [], 0
         self.module_errors = []
@@ -285,7 +287,7 @@ class Membrane:
         return store
 
     def snapshot(self, kind):
-        self.emit(self.store(kind).snapshot())
+        self.store_records.add(self.store(kind).snapshot(), kind)
 
     def place(self, view):
         view.turn = self.ctx.turn
@@ -386,6 +388,7 @@ class Membrane:
             self.log("warn", f"{self.refusals_suppressed} further refused call(s) were not recorded")
         if self.view_records_suppressed:
             self.log("warn", f"{self.view_records_suppressed} further view record(s) were not recorded")
+        self.store_records.finish(self.log, self.store)
         outcome.model_messages = [("Notice", n) for n in notices]
         if error_text is not None:
             heading = "Compiler error" if error_type == "transpile_syntax" else "Runtime error"
@@ -405,7 +408,8 @@ class Membrane:
         if self.undocumented:
             record["undocumentedCalls"] = {"calls": sum(self.undocumented.values()), "operations": self.undocumented}
         for name, count in (("callsSuppressed", self.calls_suppressed), ("refusalsSuppressed", self.refusals_suppressed),
-                            ("viewRecordsSuppressed", self.view_records_suppressed)):
+                            ("viewRecordsSuppressed", self.view_records_suppressed),
+                            ("storeRecordsSuppressed", self.store_records.suppressed)):
             if count:
                 record[name] = count
         self.emit(record)
