@@ -9,6 +9,8 @@ across instances ("offered to 3 of 12"; a `0×` entry is kept).
 
 from __future__ import annotations
 
+import math
+
 from collections import Counter
 
 from runs.models import Agent, Run
@@ -43,7 +45,8 @@ def _offered(agent: Agent) -> list[str]:
 
 
 def _share(part, whole):
-    return round(100 * part / whole) if part and whole else None
+    share = 100 * (part / whole) if part and whole else None  # anyone's stream: 1e308 tokens overflow
+    return round(share) if share is not None and math.isfinite(share) else None
 
 
 def group_keys(run: Run, agents: list[Agent]) -> dict[int, str]:

@@ -346,8 +346,14 @@ def whole_number(text) -> int | None:
 
 
 def finite_number(value) -> bool:
-    """A JSON number (not a bool) that is finite."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A JSON number (not a bool) that is finite as a double: an integer past a double's range is
+    none, as a fraction past it reads as null (`_finite_float`)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer of 309 digits or more
+        return False
 
 
 def clock(timestamp):

@@ -99,6 +99,21 @@ def test_figures_past_a_floats_range_print_as_they_are():
     assert tokens(12345) == "12.3k" and usd(0.0063) == "$0.0063"
 
 
+@pytest.mark.parametrize("huge", [1e308, 10**400], ids=["1e308", "10**400"])
+def test_usage_near_a_floats_limit_leaves_every_page_answering(viewer_client, huge):
+    """A token holder's usage of 1e308 tokens twice: the Agents tab's shares overflowed (a 500)."""
+    run = Run.objects.create(name="huge")
+    usage = {"uncachedInput": huge, "cachedInput": huge, "output": huge, "reasoning": huge}
+    records = [{"type": "agent_spawned", "agentId": "root", "profileId": "p"},
+               {"type": "agent_spawned", "agentId": "s1", "profileId": "p", "parentId": "root"},
+               {"type": "turn_started", "agentId": "root"},
+               {"type": "usage", "agentId": "root", "tokens": usage, "cost": huge},
+               {"type": "usage", "agentId": "root", "tokens": usage, "cost": huge}]
+    ingest.append(run, records)
+    for name, args in PAGES:
+        assert viewer_client.get(reverse(f"runs:{name}", args=(run.pk, *args))).status_code == 200, (name, args)
+
+
 AGENT_IDS = ["a\nb", "a b", "a/b", "a?b#c", "a%2Fb", "x\r", "é☃", "<s>"]
 
 
