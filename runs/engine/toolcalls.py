@@ -11,7 +11,7 @@ import json
 
 from runs.engine import issues, thread
 from runs.engine.agents import message
-from runs.engine.tools.errors import ToolError
+from runs.engine.tools.errors import ToolError, bounded
 from runs.engine.tools.workspace import shell_bounds
 
 S, I = {"type": "string"}, {"type": "integer"}
@@ -156,7 +156,8 @@ def _compact(ctx, args):
     summary = _arg(args, "summary")
     if not summary.strip():
         raise ToolError("invalid-argument", "a compaction needs a summary")
-    ctx.compaction = {"summary": summary, "files": _arg(args, "files", list, False) or []}  # the last one stands
+    ctx.compaction = {"summary": bounded(summary, "a compaction's summary"),
+                      "files": _arg(args, "files", list, False) or []}  # the last one stands
     return "compaction declared", "the window is compacted to your summary when the next turn starts", ()
 
 
@@ -270,12 +271,13 @@ def ending(agent, name, args):
         summary = args.get("summary")
         if not isinstance(summary, str) or not summary.strip():
             raise ToolError("invalid-argument", "finish needs a non-empty summary")
-        agent.ending = ("finish", summary.strip(), None)
+        agent.ending = ("finish", bounded(summary.strip(), "a finish summary"), None)
     elif name == "approve":
         agent.ending = ("approve", "approved", None)
     else:
         items = [i.strip() for i in args.get("items") or [] if isinstance(i, str) and i.strip()]
         if not items:
             raise ToolError("invalid-argument", "request_changes needs at least one change")
+        bounded("\n".join(items), "the changes asked for")
         agent.ending = ("request_changes", "changes requested:\n" + "\n".join(f"- {i}" for i in items), items)
     return name.replace("_", " "), "the session ends when this turn closes"

@@ -386,3 +386,16 @@ def test_a_programs_store_records_are_bounded_and_the_last_state_still_recorded(
     assert record["ok"] and record["storeRecordsSuppressed"] == 420 - (len(states) - 1)
     assert any("store record(s) past 4 MiB were not recorded; the state of tasks" in line
                for line in result.logs("warn"))
+
+
+def test_what_a_program_hands_on_in_words_is_bounded(tmp_path):
+    """A 10 MB summary was a record no stream takes and five million tokens of the next prompt."""
+    huge = run(context(tmp_path), "import gg\ngg.session.finish('x' * 10_000_000)")
+    assert huge.outcome.ending is None and "a finish summary is at most 64 KiB (10,000,000 bytes given)" in \
+        huge.outcome.error
+    fits = run(context(tmp_path), "import gg\ngg.session.finish('x' * 60_000)")
+    assert fits.outcome.ending == ("session.finish", {"summary": "x" * 60_000})
+    raised = run(context(tmp_path), "raise RuntimeError('y' * 5_000_000)")
+    record = raised.of("code_execution")[0]
+    assert not record["ok"] and 64 * 1024 <= len(record["error"].encode()) <= 64 * 1024 + 3
+    assert raised.outcome.error == record["error"]

@@ -6,7 +6,7 @@ already emitted api_call and asked the gate before a handler runs.
 """
 
 from runs.engine.tools import docs
-from runs.engine.tools.errors import ToolError
+from runs.engine.tools.errors import ToolError, bounded
 from runs.engine.tools.context_views import SEARCH_RESULTS, docs_view, file_view, text_view
 from surfaces.catalogue import BY_ID, OPERATIONS
 
@@ -240,7 +240,8 @@ def _search_archive(m, query):
 def _compact(m, summary, files):
     if not summary.strip():
         raise ToolError("invalid-argument", "a compaction needs a summary")
-    m.outcome.compaction = {"summary": summary, "files": list(files)}  # the last one stands
+    # the last one stands
+    m.outcome.compaction = {"summary": bounded(summary, "a compaction's summary"), "files": list(files)}
     return None
 
 
@@ -249,7 +250,7 @@ def _compact(m, summary, files):
 def _finish(m, summary):
     if not summary.strip():
         raise ToolError("invalid-argument", f"`{m.spelled('session.finish')}` needs a non-empty summary of what you did")
-    m.declare_ending("session.finish", {"summary": summary})
+    m.declare_ending("session.finish", {"summary": bounded(summary, "a finish summary")})
 
 
 @handles("session.approve")
@@ -263,6 +264,7 @@ def _request_changes(m, items):
     if not kept:
         raise ToolError("invalid-argument",
                         f"`{m.spelled('session.request_changes')}` needs at least one change to ask for")
+    bounded("\n".join(kept), "the changes asked for")
     m.declare_ending("session.request_changes", {"items": kept})
 
 

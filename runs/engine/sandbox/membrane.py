@@ -25,7 +25,7 @@ from runs.engine.sandbox.handlers import HANDLERS
 from runs.engine.sandbox.store_records import StoreRecords
 from runs.engine.sandbox.typescript import lib_entries as typescript_lib_entries, lib_key
 from runs.engine.tools import docs
-from runs.engine.tools.errors import ToolError
+from runs.engine.tools.errors import MAX_HANDED_ON_BYTES, ToolError
 from runs.engine.agents import SessionOver
 from runs.engine.tools.workspace import Workspace
 from runs.engine.tools.context_views import SEARCH_RESULTS, OpenViews, docs_view
@@ -362,6 +362,7 @@ class Membrane:
     # -- the end of the program -------------------------------------------------------------------
     def finish(self, ok, error_text, error_type):
         outcome, ctx = self.outcome, self.ctx
+        error_text = None if error_text is None else clip(error_text, MAX_HANDED_ON_BYTES)  # raise E("x" * 10**7)
         outcome.ok, outcome.error, outcome.error_type = ok, error_text, error_type
         if self.endings:
             op_id, payload = self.endings[-1]
