@@ -11,6 +11,7 @@ the next server or worker that starts (`resume_on_start`).
 import logging
 import shutil
 import threading
+import time
 
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
@@ -21,7 +22,10 @@ from runs.models import Agent, Event, Holding, ModuleStore, RejectedLine, Run
 
 log = logging.getLogger(__name__)
 
-DELETE_BATCH = 20_000  # records a transaction (`run_delete`)
+DELETE_BATCH = 20_000  # records a transaction at most (`run_delete`)
+# A transaction's records start at FIRST_BATCH and double while one takes under BATCH_SECONDS (halving when
+# over): records are up to a MiB each, and 20,000 of those held the write lock for minutes.
+FIRST_BATCH, BATCH_SECONDS = 500, 1.0
 LEASE_KEY = "gg-console:deletion-lease:{}"
 # A failed deletion's next tries (a database locked or out of reach a while), the last one's wait repeated.
 RETRY_SECONDS = (5, 30, 120, 600)
@@ -33,18 +37,22 @@ def run_delete(run: Run, *, batch: int = DELETE_BATCH) -> dict:
     (no event is loaded); open feeds of the run hear it from the doorbell. Returns what went:
     ``{"events": n, "agents": m, ...}``.
 
-    A long log goes first, `batch` records a transaction from its end, so that other writers wait a
-    batch at a time rather than the whole deletion (SQLite has one write lock and a 30 s busy
-    timeout: a million records in one transaction held it 38 s). The rest goes in one transaction.
-    Cut short, it leaves a shorter log; running it again finishes it."""
+    A long log goes first, a batch of records a transaction from its end (up to `batch`, sized by how
+    long the last one took), so that other writers wait a batch at a time rather than the whole
+    deletion (SQLite has one write lock and a 30 s busy timeout: a million records in one transaction
+    held it 38 s). The rest goes in one transaction. Cut short, it leaves a shorter log; running it
+    again finishes it."""
     pk = run.pk
     events = 0
+    size = min(FIRST_BATCH, batch)
     top = Run.every.filter(pk=pk).values_list("last_seq", flat=True).first() or 0
-    while top > batch:
-        top -= batch
+    while top > size:
+        top -= size
+        started = time.monotonic()
         with transaction.atomic():
             search.forget(pk, after=top)
             events += Event.objects.filter(run_id=pk, seq__gt=top).delete()[0]
+        size = max(1, size // 2) if time.monotonic() - started > BATCH_SECONDS else min(batch, size * 2)
     with transaction.atomic():
         search.forget(pk)
         checkpoints.forget(pk)

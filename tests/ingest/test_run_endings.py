@@ -2,6 +2,8 @@
 stored nothing leaves no run, an operator can mark a stream that never ended as ended, and the
 interrupted-run sweep says why."""
 
+import re
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
@@ -121,3 +123,19 @@ def test_a_long_log_is_deleted_a_batch_per_transaction_and_all_of_it_goes(operat
     assert len(blocks) == -(-run.last_seq // 10)  # one a batch of ten, the last (at most ten) with the rest
     assert counts["events"] == run.last_seq and not Run.objects.filter(pk=run.pk).exists()
     assert not Event.objects.filter(run_id=run.pk).exists() and _search(run, "needle") == []
+
+
+@pytest.mark.parametrize("slow, expected", [(True, [8, 4, 2, 1, 1]), (False, [8, 16, 16, 16])])
+def test_a_deletions_batches_shrink_when_one_holds_the_lock_long_and_grow_when_quick(monkeypatch, slow, expected):
+    """Records are up to a MiB each: a batch is sized by how long the last one took, not by count alone."""
+    run = Run.objects.create(name="sized")
+    writer.append(run, [{"type": "log", "message": f"m {n}"} for n in range(60)])
+    monkeypatch.setattr(deletion, "FIRST_BATCH", 8)
+    monkeypatch.setattr(deletion, "BATCH_SECONDS", -1 if slow else 3600)
+    with CaptureQueriesContext(connection) as captured:
+        deletion.run_delete(run, batch=16)
+    tops = [60] + [int(m.group(1)) for q in captured
+                   if (m := re.search(r'DELETE FROM "runs_event" WHERE \("runs_event"\."run_id" = \d+ AND '
+                                      r'"runs_event"\."seq" > (\d+)\)', q["sql"]))]
+    sizes = [a - b for a, b in zip(tops, tops[1:])]
+    assert sizes[:len(expected)] == expected and not Event.objects.filter(run_id=run.pk).exists()
