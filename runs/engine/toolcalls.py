@@ -257,7 +257,8 @@ def run_turn(engine, agent, reply, offered):
                 for kind in changed:
                     engine.snapshot(agent, kind)
             agent.emit("tool_result", name=call.name, ok=True, summary=summary)
-        except ToolError as exc:
+        except (ToolError, OSError) as exc:  # an OSError's reason, never the host path it names
+            exc = exc if isinstance(exc, ToolError) else ToolError("io-error", exc.strerror or "an I/O error")
             summary, content = None, f"error ({exc.code}): {exc.message}"
             engine.tool_failures[exc.code] = engine.tool_failures.get(exc.code, 0) + 1
             agent.emit("tool_result", name=call.name, ok=False, summary=exc.message, failure=exc.code)

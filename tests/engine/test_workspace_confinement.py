@@ -134,3 +134,17 @@ def test_a_program_is_told_of_the_link_it_cannot_follow(outside, tmp_path):
     """)
     assert result.outcome.views[0].body == "0" and "not-found" in result.outcome.error
     assert SECRET not in str(result.records)
+
+
+@pytest.mark.parametrize("path", ["x" * 256, "a/" + "y" * 300 + "/b", "/".join(["d"] * 2100)])
+def test_a_name_or_path_past_linuxs_bounds_is_an_invalid_argument_naming_no_host_path(tmp_path, path):
+    """ENAMETOOLONG failed deep in the call: 'gg failed: [Errno 36] ... /var/workspaces/23/xxx'."""
+    ws = Workspace(tmp_path / "ws")
+    for call in (lambda: ws.write_file(path, "x"), lambda: ws.read_file(path), lambda: ws.list_dir(path)):
+        with pytest.raises(ToolError) as refused:
+            call()
+        assert refused.value.code == "invalid-argument" and str(tmp_path) not in refused.value.message
+    ws.write_file("x" * 255, "fits")  # a name of 255 bytes is one
+    result = run(context(tmp_path, capabilities=["write-file"]), f"import gg\ngg.files.write_file({path!r}, 'x')")
+    failed = result.of("api_result")[0]
+    assert failed["failure"] == "invalid-argument" and not result.outcome.ok

@@ -32,8 +32,7 @@ from runs.engine.tools.context_views import SEARCH_RESULTS, OpenViews, docs_view
 
 # Caps on the operator's record (seeds/004 "Caps on the operator's record").
 MAX_CALLS_DESCRIBED = 500
-MAX_REFUSALS_DESCRIBED = 100
-MAX_VIEW_RECORDS_PER_KIND = 100
+MAX_REFUSALS_DESCRIBED = MAX_VIEW_RECORDS_PER_KIND = 100
 MAX_FAILURE_TEXT_BYTES = 512
 MAX_LOG_LINES, MAX_LOG_BYTES, MAX_LOG_LINE_BYTES = 200, 16 * 1024, 2 * 1024
 SUMMARY_PREVIEW_BYTES = 160
@@ -236,7 +235,8 @@ class Membrane:
         except SessionOver:  # a run-wide stop met inside the call (a hook failed): the turn closes, then the run ends
             result = ("err", {"code": "refused", "operation": BY_ID[op_id].key, "message": "the run is stopping"})
         except Exception as exc:  # a defect in a tool must not take the program down with a trap
-            result = ("err", {"code": "other", "operation": BY_ID[op_id].key, "message": f"gg failed: {exc}"})
+            reason = exc.strerror if isinstance(exc, OSError) else exc  # an OSError names a host path
+            result = ("err", {"code": "other", "operation": BY_ID[op_id].key, "message": f"gg failed: {reason}"})
             self.log("error", f"`{op_id}` raised inside gg: {clip(repr(exc), MAX_FAILURE_TEXT_BYTES)}")
         if op_id in BLOCKING:
             blocked = time.monotonic() - started

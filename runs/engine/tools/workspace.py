@@ -29,6 +29,7 @@ SHELL_OUTPUT_CHARS = 4096  # what the caller is handed (capability param maxChar
 SHELL_OUTPUT_LINES = 250  # ... and at most this many of its last lines (capability param maxLines' default)
 DEFAULT_SHELL_TIMEOUT = 120.0
 DEFAULT_QUOTA_BYTES = 1024 ** 3
+NAME_MAX, PATH_MAX = 255, 4096  # Linux's: a longer name failed deep in the call (ENAMETOOLONG, a host path in it)
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
                ".webp": "image/webp"}
 
@@ -87,6 +88,9 @@ class Workspace:
             raise ToolError("invalid-argument", f"{path} is absolute; paths are relative to the workspace")
         if "\0" in path:
             raise ToolError("invalid-argument", "the path contains a NUL character")
+        if len(path.encode(errors="replace")) > PATH_MAX or any(
+                len(part.encode(errors="replace")) > NAME_MAX for part in path.split("/")):
+            raise ToolError("invalid-argument", f"a path is at most {PATH_MAX:,} bytes, a name in it {NAME_MAX}")
         full, exists = self._plain(path)
         if full is None:  # `..` or a symlink on the way: resolve it all and check where it lands
             full = os.path.realpath(os.path.join(self._root, path))
