@@ -97,6 +97,24 @@ def test_the_process_count_is_limited(tmp_path):
     assert survivors("sleep 5.125") == []
 
 
+def test_tmp_is_a_bounded_tmpfs(tmp_path):
+    """/tmp's pages are the host's memory: three 1 GB files were taken there."""
+    done = run_confined("head -c 20000000 /dev/zero > /tmp/big && echo written", str(tmp_path), 10,
+                        limits=Limits(tmp_bytes=8 * 1024 ** 2))
+    assert "written" not in done.stdout and "No space left on device" in done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a memory cgroup is made by root only")
+def test_the_commands_processes_share_one_memory_limit(tmp_path):
+    """Each process held to its address space alone, six forked ones held 9 GB."""
+    hold = "python3 -c 'import time; b = bytearray(150 * 2**20); b[::4096] = b\"x\" * len(b[::4096]); time.sleep(2)'"
+    alone = run_confined(f"{hold} && echo held", str(tmp_path), 20, limits=Limits(memory_bytes=400 * 2**20))
+    assert alone.stdout.strip() == "held", alone.stderr  # 150 MB under the command's 400
+    three = run_confined(f"({hold} && echo a) & ({hold} && echo b) & ({hold} && echo c) & wait", str(tmp_path), 20,
+                         limits=Limits(memory_bytes=400 * 2**20))
+    assert len(three.stdout.split()) < 3, three  # 450 MB over it: one at least is killed
+
+
 def test_output_is_read_incrementally_and_kept_to_gg_bounds(tmp_path):
     result, record = Workspace(tmp_path).shell("head -c 50000000 /dev/zero | tr '\\0' a")
     assert len(record["stdout"]) == 16_384 and record["stdoutDropped"] == 50_000_000 - 16_384

@@ -10,9 +10,11 @@ var/, the database, the secret key, the repository — exists inside. The enviro
 one (never the server's). Resource limits are applied inside the namespace with util-linux
 `prlimit` (processes, file size, CPU seconds, address space, open files).
 
-The process limit is RLIMIT_NPROC, which the kernel does not apply to uid 0: a server running as
-root also puts each command in a pids cgroup of its own (v1 `/sys/fs/cgroup/pids` or v2) when
-one is writable, and kills what is left in it at the end.
+The process limit is RLIMIT_NPROC, which the kernel does not apply to uid 0, and the address space
+limit is per process: a server running as root also puts each command in a pids cgroup and a
+memory cgroup of its own (v1 `/sys/fs/cgroup/{pids,memory}` or v2) where they are writable, the
+memory one holding all the command's processes and its /tmp pages together to `memory_bytes` (six
+forked processes held 9 GB), and kills what is left in them at the end. /tmp is `tmp_bytes` at most.
 
 bwrap is the namespace's PID 1: when it dies every process in it dies, so killing it (on the
 timeout, on `interrupt()` returning a reason — a cancel, the run's wall clock — or when the
@@ -43,7 +45,13 @@ POLL_SECS = 0.05
 INTERRUPT_EVERY_SECS = 0.5  # how often `interrupt()` (a database read for a cancel) is asked
 DRAIN_SECS = 2.0  # after the kill, how long the pipes may take to close
 TAIL_CHARS = 16_384
-PIDS_HIERARCHIES = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup")
+# Where each limit can be set, v1 then v2: (hierarchy, the file holding the limit).
+CGROUP_LIMITS = {
+    "pids": (("/sys/fs/cgroup/pids", "pids.max"), ("/sys/fs/cgroup/unified", "pids.max"),
+             ("/sys/fs/cgroup", "pids.max")),
+    "memory": (("/sys/fs/cgroup/memory", "memory.limit_in_bytes"), ("/sys/fs/cgroup/unified", "memory.max"),
+               ("/sys/fs/cgroup", "memory.max")),
+}
 
 
 class ConfinementUnavailable(Exception):
@@ -55,8 +63,9 @@ class Limits:
     processes: int = 256
     file_bytes: int = 1024 ** 3
     cpu_secs: int = 3600
-    memory_bytes: int = 2 * 1024 ** 3  # address space per process
+    memory_bytes: int = 2 * 1024 ** 3  # address space per process, and the command's in all (as root)
     open_files: int = 1024
+    tmp_bytes: int = 256 * 1024 ** 2  # /tmp, a tmpfs: its pages are the host's memory
 
     def prlimit_args(self, timeout):
         cpu = max(1, min(self.cpu_secs, int(timeout) + 1))
@@ -88,7 +97,7 @@ class _Tail:
         self.text = (self.text + piece)[-self.limit:]
 
 
-def _mounts(workspace):
+def _mounts(workspace, limits):
     args = []
     for name in ROOT_DIRS:
         path = f"/{name}"
@@ -99,14 +108,15 @@ def _mounts(workspace):
     args += ["--ro-bind", "/usr", "/usr"]
     for entry in ETC_ENTRIES:
         args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", workspace, workspace]
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+             "--bind", workspace, workspace]
     return args
 
 
 def bwrap_command(command, workspace, timeout, limits):
     workspace = os.path.realpath(workspace)
     return [BWRAP, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--uid", "65534", "--gid", "65534", "--hostname", "gg-shell", *_mounts(workspace),
+            "--uid", "65534", "--gid", "65534", "--hostname", "gg-shell", *_mounts(workspace, limits),
             "--chdir", workspace, "--clearenv", "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", workspace,
             "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--",
             *limits.prlimit_args(timeout), "/bin/sh", "-c", command]
@@ -130,55 +140,65 @@ def unavailable_reason():
     return None
 
 
-class _PidsCgroup:
-    """A pids cgroup for one command (only where RLIMIT_NPROC does not bind: uid 0)."""
+class _Cgroups:
+    """One command's cgroups, limits set (only as uid 0, where RLIMIT_NPROC does not bind and a cgroup
+    can be made): `pids` and `memory` (CGROUP_LIMITS), a v2 hierarchy's one group holding both."""
 
     _serial = 0
 
-    def __init__(self, processes):
-        self.path = None
+    def __init__(self, limits):
+        self.paths = []
         if os.geteuid() != 0:
             return
-        _PidsCgroup._serial += 1
-        for base in PIDS_HIERARCHIES:
-            path = os.path.join(base, f"gg-shell-{os.getpid()}-{_PidsCgroup._serial}")
-            try:
-                os.mkdir(path)
-            except OSError:
-                continue
-            try:
-                with open(os.path.join(path, "pids.max"), "w") as limit:
-                    limit.write(str(processes + 4))  # + bwrap's two processes and the joining shell
-                self.path = path
-                return
-            except OSError:
-                os.rmdir(path)
+        _Cgroups._serial += 1
+        name = f"gg-shell-{os.getpid()}-{_Cgroups._serial}"
+        # + bwrap's two processes and the joining shell
+        for controller, value in (("pids", limits.processes + 4), ("memory", limits.memory_bytes)):
+            for base, knob in CGROUP_LIMITS[controller]:
+                path = os.path.join(base, name)
+                made = path not in self.paths
+                try:
+                    if made:
+                        os.mkdir(path)
+                except OSError:
+                    continue
+                try:
+                    with open(os.path.join(path, knob), "w") as limit:
+                        limit.write(str(value))
+                except OSError:
+                    if made:
+                        os.rmdir(path)
+                    continue
+                if made:
+                    self.paths.append(path)
+                break
 
     def wrap(self, argv):
-        """`argv` started from inside the cgroup: a shell joins it, then execs argv."""
-        if self.path is None:
+        """`argv` started from inside the cgroups: a shell joins each, then execs argv."""
+        if not self.paths:
             return argv
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', os.path.join(self.path, "cgroup.procs"), *argv]
+        procs = [os.path.join(path, "cgroup.procs") for path in self.paths]
+        join = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 126; shift; n=$((n - 1)); done; exec "$@"'
+        return ["/bin/sh", "-c", join, "gg-cgroups", str(len(procs)), *procs, *argv]
 
     def remove(self):
-        if self.path is None:
-            return
-        for _ in range(100):
-            try:
-                with open(os.path.join(self.path, "cgroup.procs")) as procs:
-                    pids = [int(line) for line in procs if line.strip()]
-            except OSError:
-                break
-            for pid in pids:
+        for path in self.paths:
+            for _ in range(100):
                 try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            try:
-                os.rmdir(self.path)
-                return
-            except OSError:
-                time.sleep(0.01)
+                    with open(os.path.join(path, "cgroup.procs")) as procs:
+                        pids = [int(line) for line in procs if line.strip()]
+                except OSError:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                try:
+                    os.rmdir(path)
+                    break
+                except OSError:
+                    time.sleep(0.01)
 
 
 def run_confined(command, workspace, timeout, *, interrupt=None, limits=Limits(), tail_chars=TAIL_CHARS):
@@ -191,7 +211,7 @@ def run_confined(command, workspace, timeout, *, interrupt=None, limits=Limits()
         raise ConfinementUnavailable(reason)
     started = time.monotonic()
     deadline = started + timeout
-    cgroup = _PidsCgroup(limits.processes)
+    cgroup = _Cgroups(limits)
     try:
         proc = subprocess.Popen(cgroup.wrap(bwrap_command(command, workspace, timeout, limits)),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
