@@ -235,7 +235,7 @@ class Membrane:
         except SessionOver:  # a run-wide stop met inside the call (a hook failed): the turn closes, then the run ends
             result = ("err", {"code": "refused", "operation": BY_ID[op_id].key, "message": "the run is stopping"})
         except Exception as exc:  # a defect in a tool must not take the program down with a trap
-            reason = exc.strerror if isinstance(exc, OSError) else exc  # an OSError names a host path
+            reason = (exc.strerror or "an I/O error") if isinstance(exc, OSError) else exc  # never its host path
             result = ("err", {"code": "other", "operation": BY_ID[op_id].key, "message": f"gg failed: {reason}"})
             self.log("error", f"`{op_id}` raised inside gg: {clip(repr(exc), MAX_FAILURE_TEXT_BYTES)}")
         if op_id in BLOCKING:
