@@ -179,6 +179,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 # The largest request body Daphne takes (an uploaded stream included); a larger one is answered 413
 # unread (gg_console.daphne_request). 1 GiB: a million-event stream of ~650-byte lines fits.
 GG_MAX_REQUEST_BYTES = int(os.environ.get("GG_MAX_REQUEST_BYTES", 1024 ** 3))
+# A larger body than this must come from a signed-in session or a bearer token (checked before it is read).
+GG_MAX_ANONYMOUS_BYTES = int(os.environ.get("GG_MAX_ANONYMOUS_BYTES", 1024 ** 2))
 
 if PRODUCTION:
     SECURE_SSL_REDIRECT = True

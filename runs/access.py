@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import unicodedata
 from functools import lru_cache
+from importlib import import_module
 from urllib.parse import unquote
 
+from django.conf import settings
+from django.contrib.auth import SESSION_KEY, get_user_model
 from django.http import Http404, JsonResponse
 from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
@@ -40,14 +43,29 @@ def run_or_404(pk) -> Run:
 
 def bearer_token(request) -> IngestToken | None:
     """The `IngestToken` of an active user the request's ``Authorization: Bearer <key>`` names, or None."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, key = header.partition(" ")
+    return _token(request.headers.get("Authorization", ""))
+
+
+def _token(authorization: str) -> IngestToken | None:
+    scheme, _, key = authorization.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         return None
     token = IngestToken.objects.select_related("user").filter(key=key.strip()).first()
     if token is None or not token.user.is_active:
         return None
     return token
+
+
+def signed_in(authorization: str, session_key: str) -> bool:
+    """Whether a request carrying these (its Authorization header, its session cookie) comes from an
+    active user: by a bearer token, or by a session a user signed in with. For the server's own
+    checks before Django has the request (gg_console.daphne_request)."""
+    if _token(authorization) is not None:
+        return True
+    if not session_key:
+        return False
+    user_id = import_module(settings.SESSION_ENGINE).SessionStore(session_key).get(SESSION_KEY)
+    return user_id is not None and get_user_model().objects.filter(pk=user_id, is_active=True).exists()
 
 
 def bearer_user(request):

@@ -1,6 +1,7 @@
 """Serving like a product: with DEBUG off a wrong URL or a failing page shows the console's own
 page (no URLconf, no traceback), every page carries the favicon and the shortcuts script."""
 
+import json
 import os
 import subprocess
 import sys
@@ -178,3 +179,31 @@ def test_daphne_takes_a_body_as_django_would_and_refuses_one_too_big_unread(tmp_
         assert status == 413 and "at most 100,000 bytes here (GG_MAX_REQUEST_BYTES)" in text
         assert "manage.py ingest PATH --run NAME" in text
     assert under[0] == 403 and page[0] == 200
+
+
+def test_a_body_past_the_anonymous_bound_is_read_only_for_someone_signed_in(tmp_path):
+    """Four anonymous 1,000 MB POSTs held 2 GB of the process and stalled its pages 4 s: a body over
+    GG_MAX_ANONYMOUS_BYTES, declared or chunked, is asked for a session or a token before it is read."""
+    server = ConsoleServer(tmp_path)
+    server.env["GG_MAX_ANONYMOUS_BYTES"] = "100000"
+    server.setup()
+    session_key, run = server.operator_session_and_run("pushed")
+    server.start()
+
+    def post(body, path="/login/", **headers):
+        return ask(urllib.request.Request(f"{server.url}{path}", data=body, method="POST", headers=headers))
+
+    line = b'{"type":"log","message":"' + b"x" * 1000 + b'"}\n'
+    try:
+        anonymous, anonymous_chunked = post(b"x" * 200_000), post(iter([b"x" * 60_000, b"x" * 60_000]))
+        forged = post(b"x" * 200_000, Cookie="sessionid=not-a-session", Authorization="Bearer not-a-token")
+        small = post(b"x" * 100_000)
+        session = post(b"x" * 200_000, Cookie=f"sessionid={session_key}")
+        pushed = server.push_events("pushed", line * 200)  # 200 KB with the token
+        page = ask(urllib.request.Request(f"{server.url}/login/"))
+    finally:
+        server.stop()
+    for status, _, text in (anonymous, anonymous_chunked, forged):
+        assert status == 401 and "over 100,000 bytes needs a signed-in session or Authorization: Bearer" in text
+    assert small[0] == 403 and session[0] == 403 and "CSRF" in session[2]  # Django's answer: the body was read
+    assert pushed[0] == 200 and json.loads(pushed[2])["stored"] == 200 and page[0] == 200
