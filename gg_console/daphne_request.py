@@ -23,6 +23,8 @@ TOO_BIG = (413, "Content Too Large", "a request body is at most {max:,} bytes he
            "stream: manage.py ingest PATH --run NAME, or POST it to /api/runs/<run>/events in parts.")
 NO_ONES = (401, "Unauthorized", "a request body over {anonymous:,} bytes needs a signed-in session or "
            "Authorization: Bearer <ingest token> (GG_MAX_ANONYMOUS_BYTES).")
+UNCHECKED = (503, "Service Unavailable", "who sent this body (over {anonymous:,} bytes) could not be checked just "
+             "now (the database did not answer); send it again.")
 
 
 def _vouched_for(authorization, session_key):
@@ -73,13 +75,13 @@ class ConsoleRequest(http_protocol.WebRequest):
         authorization = self.getHeader("authorization") or ""
         session = self.received_cookies.get(settings.SESSION_COOKIE_NAME.encode(), b"").decode("latin-1")
         asked = threads.deferToThread(_vouched_for, authorization, session)
-        asked.addCallbacks(self._answered, lambda failure: self._answered(False))
+        asked.addCallbacks(self._answered, lambda failure: self._answered(None))
 
     def _answered(self, ok):
         if self.refused or getattr(self, "channel", None) is None:  # refused, or the client went away
             return
         if not ok:
-            self._refuse(NO_ONES)
+            self._refuse(NO_ONES if ok is False else UNCHECKED)
             return
         self.vouch = True
         self.channel.transport.resumeProducing()
