@@ -9,10 +9,11 @@ from __future__ import annotations
 import unicodedata
 from functools import lru_cache
 from importlib import import_module
+from types import SimpleNamespace
 from urllib.parse import unquote
 
 from django.conf import settings
-from django.contrib.auth import SESSION_KEY, get_user_model
+from django.contrib.auth import get_user
 from django.http import Http404, JsonResponse
 from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
@@ -64,8 +65,9 @@ def signed_in(authorization: str, session_key: str) -> bool:
         return True
     if not session_key:
         return False
-    user_id = import_module(settings.SESSION_ENGINE).SessionStore(session_key).get(SESSION_KEY)
-    return user_id is not None and get_user_model().objects.filter(pk=user_id, is_active=True).exists()
+    # Django's own reading of a session: its backend, the password hash it was signed in with, an active user.
+    user = get_user(SimpleNamespace(session=import_module(settings.SESSION_ENGINE).SessionStore(session_key)))
+    return user.is_authenticated
 
 
 def bearer_user(request):

@@ -154,24 +154,26 @@ class _Cgroups:
         name = f"gg-shell-{os.getpid()}-{_Cgroups._serial}"
         # + bwrap's two processes and the joining shell
         for controller, value in (("pids", limits.processes + 4), ("memory", limits.memory_bytes)):
-            for base, knob in CGROUP_LIMITS[controller]:
-                path = os.path.join(base, name)
-                made = path not in self.paths
-                try:
-                    if made:
-                        os.mkdir(path)
-                except OSError:
-                    continue
-                try:
-                    with open(os.path.join(path, knob), "w") as limit:
-                        limit.write(str(value))
-                except OSError:
-                    if made:
-                        os.rmdir(path)
-                    continue
-                if made:
-                    self.paths.append(path)
-                break
+            any(self._limit(os.path.join(base, name), knob, value) for base, knob in CGROUP_LIMITS[controller])
+
+    def _limit(self, path, knob, value) -> bool:
+        """Set `knob` of the group at `path` (made first unless this command has it already)."""
+        made = path not in self.paths
+        try:
+            if made:
+                os.mkdir(path)
+        except OSError:
+            return False
+        try:
+            with open(os.path.join(path, knob), "w") as limit:
+                limit.write(str(value))
+        except OSError:
+            if made:
+                os.rmdir(path)
+            return False
+        if made:
+            self.paths.append(path)
+        return True
 
     def wrap(self, argv):
         """`argv` started from inside the cgroups: a shell joins each, then execs argv."""
@@ -183,7 +185,7 @@ class _Cgroups:
 
     def remove(self):
         for path in self.paths:
-            for _ in range(100):
+            for _ in range(500):  # up to 5 s: killed processes leave a group (and free its memory) a while after
                 try:
                     with open(os.path.join(path, "cgroup.procs")) as procs:
                         pids = [int(line) for line in procs if line.strip()]
