@@ -115,6 +115,18 @@ def test_the_commands_processes_share_one_memory_limit(tmp_path):
     assert len(three.stdout.split()) < 3, three  # 450 MB over it: one at least is killed
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a cgroup is made by root only")
+def test_a_gone_servers_empty_groups_are_removed_by_the_next_one(tmp_path, monkeypatch):
+    """A server killed mid-command cannot remove its groups: the next process's first command does."""
+    gone = max(int(p) for p in os.listdir("/proc") if p.isdigit()) + 10_000_000  # above any pid the kernel gives
+    left = [os.path.join(base, f"gg-shell-{gone}-1") for base in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory")]
+    for path in left:
+        os.mkdir(path)
+    monkeypatch.setattr(confined._Cgroups, "_serial", 0)  # as in a process making its first
+    assert run_confined("echo ok", str(tmp_path), 10).stdout.strip() == "ok"
+    assert not any(os.path.exists(path) for path in left)
+
+
 def test_output_is_read_incrementally_and_kept_to_gg_bounds(tmp_path):
     result, record = Workspace(tmp_path).shell("head -c 50000000 /dev/zero | tr '\\0' a")
     assert len(record["stdout"]) == 16_384 and record["stdoutDropped"] == 50_000_000 - 16_384

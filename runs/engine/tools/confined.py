@@ -150,6 +150,8 @@ class _Cgroups:
         self.paths = []
         if os.geteuid() != 0:
             return
+        if _Cgroups._serial == 0:
+            _sweep()
         _Cgroups._serial += 1
         name = f"gg-shell-{os.getpid()}-{_Cgroups._serial}"
         # + bwrap's two processes and the joining shell
@@ -201,6 +203,23 @@ class _Cgroups:
                     break
                 except OSError:
                     time.sleep(0.01)
+
+
+def _sweep():
+    """Remove the empty groups of servers that are gone (killed mid-command, they could not remove
+    theirs): once, when a process makes its first."""
+    for base in {base for places in CGROUP_LIMITS.values() for base, _ in places}:
+        try:
+            names = [entry.name for entry in os.scandir(base) if entry.name.startswith("gg-shell-")]
+        except OSError:
+            continue
+        for name in names:
+            owner = name.split("-")[2]  # gg-shell-<pid>-<serial>
+            if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+                try:
+                    os.rmdir(os.path.join(base, name))  # refused while a process is still in it
+                except OSError:
+                    pass
 
 
 def run_confined(command, workspace, timeout, *, interrupt=None, limits=Limits(), tail_chars=TAIL_CHARS):
