@@ -19,6 +19,7 @@ from _common import REPO
 # Only the seq of each row is parsed (the clients share the machine with Daphne; they must stay
 # cheap): a bench reads one row per event (its own log lines, or every record with kind=raw).
 ROW = re.compile(r'class="feed-row[^"]*" data-seq="(\d+)"')
+CURSOR = re.compile(r'id="feed-cursor" hx-swap-oob="true" data-seq="(\d+)"')
 
 
 def free_port():
@@ -90,6 +91,9 @@ class Client:
                     seqs = ROW.findall(message)
                     self.seqs.extend(map(int, seqs))
                     self.stamps.extend(repeat(now, len(seqs)))
+                    cursor = CURSOR.search(message)
+                    if cursor:  # read: the server sends on (at most two messages of rows in flight)
+                        await ws.send(f'{{"ack": {cursor.group(1)}}}')
             self.closed = True
         except Exception as exc:  # noqa: BLE001 - reported per client, counted as lost rows
             self.error = f"{type(exc).__name__}: {exc}"

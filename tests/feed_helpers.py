@@ -3,6 +3,7 @@ real Channels stack (gg_console.asgi.application) with an operator's session coo
 and cursor read back from the messages it receives."""
 
 import itertools
+import json
 import re
 
 import pytest
@@ -51,11 +52,20 @@ async def connect(run, cookie, after=None, origin=ORIGIN):
     return comm, connected
 
 
+async def receive(comm, timeout=5):
+    """One message, its rows acknowledged as the page does (a socket has at most
+    `MAX_UNACKED` messages of rows in flight)."""
+    message = await comm.receive_from(timeout=timeout)
+    if 'id="feed-cursor"' in message:
+        await comm.send_to(text_data=json.dumps({"ack": cursor(message)}))
+    return message
+
+
 async def receive_seqs(comm, count):
     """Receive messages until `count` rows arrived; returns every seq, in arrival order."""
     got = []
     while len(got) < count:
-        got += seqs(await comm.receive_from(timeout=5))
+        got += seqs(await receive(comm))
     return got
 
 

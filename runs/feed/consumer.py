@@ -1,4 +1,4 @@
-"""The live activity feed socket: ws/runs/<run>/feed/?after=<seq>[&agent=…&kind=…&op=…&failed=1&q=…][&ack=1][&rows=0].
+"""The live activity feed socket: ws/runs/<run>/feed/?after=<seq>[&agent=…&kind=…&op=…&failed=1&q=…][&rows=0].
 
 The channel layer is a doorbell, not a log: a `run.event` message only says "something was
 stored". The consumer always reads the database after its own cursor, so a dropped or coalesced
@@ -11,9 +11,10 @@ the log before it (`runs.feed.state.FeedState`).
 The page holds a bounded window of rows and reads older ones over HTTP (`runs.feed.history`); the
 socket follows the tail only, and the page steers it with small JSON messages:
 
-* ``{"ack": <cursor>}`` after each message it has shown: a page that connects with ``ack=1`` has
-  at most `MAX_UNACKED` messages in flight, so a busy page is never flooded (the rows wait in the
-  database, not in a buffer); the filter fields are applied by the server (`runs.feed.filters`);
+* ``{"ack": <cursor>}`` after each message of rows it has read: a connection has at most
+  `MAX_UNACKED` of them in flight, so neither a busy page nor a client that never reads is flooded
+  (the rows wait in the database, not in the server's send buffer); the filter fields are applied
+  by the server (`runs.feed.filters`);
 * ``{"follow": <seq>|false, "epoch": n}``: follow the tail from `seq`, or stop sending rows (the
   window scrolled back). A follow is answered by a ``feed-follow`` marker carrying its epoch, so
   the page knows which messages come after it.
@@ -50,7 +51,7 @@ HEARTBEAT_SECONDS = 15  # as gg's own live stream: a beat while idle
 # each read their own: 20 ms there doubled bench/scale's p50 and p99 against 50 ms.
 PASS_SECONDS = 0.05
 ANNOUNCE_SECONDS = 1.0  # without rows: at most one "something new" a second
-MAX_UNACKED = 2  # messages in flight to a page that acknowledges
+MAX_UNACKED = 2  # messages of rows in flight, unacknowledged
 HEARTBEAT_HTML = "<!-- heartbeat -->"  # a message with no elements: htmx swaps nothing
 
 
@@ -188,7 +189,6 @@ class FeedConsumer(AsyncWebsocketConsumer):
         self.cursor = self._after(query)
         self.filter = FeedFilter.parse(query)
         self.following = query.get("rows", ["1"])[0] != "0"
-        self.flow = query.get("ack", [""])[0] == "1"  # the page acknowledges what it has shown
         self.unacked = 0
         self.steer = None  # a follow the page asked for, applied by the pump between messages
         self.rung = 0  # the last seq a doorbell announced
@@ -316,11 +316,11 @@ class FeedConsumer(AsyncWebsocketConsumer):
         """Send everything stored after the cursor (up to `rung` at least), one bounded batch per
         message: (anything sent?, run still live?). Each window's status was read before its
         events, so an ended run is closed only once everything stored before it ended is sent.
-        A page that acknowledges has at most MAX_UNACKED messages in flight: past that the pump
-        waits for an ack (or a steer) with the rest still in the database."""
+        At most MAX_UNACKED messages are in flight: past that the pump waits for an ack (or a
+        steer) with the rest still in the database."""
         sent = False
         while True:
-            if self.steer is not None or (self.flow and self.unacked >= MAX_UNACKED):
+            if self.steer is not None or self.unacked >= MAX_UNACKED:
                 self.poll = True  # the next pass (an ack or the steer wakes it) reads on from here
                 return sent, True
             window, settled = await WINDOWS.get(self.run_pk, self.cursor, rung)

@@ -135,6 +135,7 @@ async def follow(server, run_pk, session_key, total, received):
                     received += seqs(message)
                     if 'id="feed-cursor"' in message:
                         after = cursor(message)
+                        await socket.send(json.dumps({"ack": after}))
         except (OSError, websockets.ConnectionClosed, asyncio.TimeoutError):
             await asyncio.sleep(0.2)  # the server is away: try again
 

@@ -16,7 +16,8 @@ from runs.feed import doorbell
 from runs.feed.doorbell import group_name
 from runs.feed.windows import BATCH
 from runs.ingest.writer import append
-from tests.feed_helpers import ORIGIN, connect, cookie, cursor, logs, new_run, receive_seqs, seqs, store  # noqa: F401
+from tests.feed_helpers import (  # noqa: F401
+    ORIGIN, connect, cookie, cursor, logs, new_run, receive, receive_seqs, seqs, store)
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -46,7 +47,7 @@ async def test_backlog_arrives_in_order_in_bounded_batches(cookie):
     run = await new_run(logs(*(f"line {i}" for i in range(1, last + 1))))
     comm, connected = await connect(run, cookie)
     assert connected
-    batches = [await comm.receive_from(timeout=5) for _ in range(3)]
+    batches = [await receive(comm) for _ in range(3)]
     assert [len(seqs(b)) for b in batches] == [BATCH, BATCH, 50]
     assert [s for b in batches for s in seqs(b)] == list(range(1, last + 1))
     assert [cursor(b) for b in batches] == [BATCH, 2 * BATCH, last]
@@ -142,7 +143,7 @@ async def test_clean_close_once_the_run_has_ended_and_everything_is_sent(cookie)
     run = await new_run(logs("one", "two") + [{"type": "session_ended", "status": "completed"}])
     comm, _ = await connect(run, cookie)
     assert await receive_seqs(comm, 3) == [1, 2, 3]
-    assert 'id="feed-end"' in await comm.receive_from(timeout=5)
+    assert 'id="feed-end"' in await receive(comm)
     assert await comm.receive_output(timeout=5) == {"type": "websocket.close", "code": 1000}
 
 
@@ -152,7 +153,7 @@ async def test_live_run_that_ends_closes_after_its_last_event(cookie):
     assert await receive_seqs(comm, 1) == [1]
     await store(run, [{"type": "session_ended", "status": "canceled"}])
     assert await receive_seqs(comm, 1) == [2]
-    assert 'data-ended="1"' in await comm.receive_from(timeout=5)
+    assert 'data-ended="1"' in await receive(comm)
     assert (await comm.receive_output(timeout=5))["type"] == "websocket.close"
 
 
@@ -204,7 +205,7 @@ async def test_calls_are_spelled_as_each_agent_wrote_them(cookie):
     comm, _ = await connect(run, cookie)
     html = ""
     while "agent-old" not in html or html.count('data-kind="tool"') < 1:
-        html += await comm.receive_from(timeout=5)
+        html += await receive(comm)
     rows = re.findall(r'data-agent="([^"]+)" data-kind="(?!raw")[^"]+"[^>]*>.*?feed-label">([^<]+)</span>.*?'
                       r'feed-detail[^"]*">([^<]*)</span>(?:\s*<span class="feed-failure">([^<]+)</span>)?', html, re.S)
     assert [(a, label, detail, failure) for a, label, detail, failure in rows] == [
@@ -229,7 +230,7 @@ async def test_surface_reported_after_connect_is_picked_up(cookie):
     comm, _ = await connect(run, cookie)
     assert await receive_seqs(comm, 1) == [1]
     await store(run, surface_records()[:1] + [{"agentId": "root", "type": "api_call", "operation": "files.read_file"}])
-    message = await comm.receive_from(timeout=5)
+    message = await receive(comm)
     assert "gg.files.readFile" in message
 
 
@@ -239,7 +240,7 @@ async def test_event_payloads_are_escaped(cookie):
         {"type": "assistant_message", "text": "<b>bold</b> & \"quoted\""},
     ])
     comm, _ = await connect(run, cookie)
-    html = await comm.receive_from(timeout=5)
+    html = await receive(comm)
     assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in html
     assert "<script" not in html and "<img" not in html and "<b>" not in html
     await comm.disconnect()
@@ -261,7 +262,7 @@ async def test_hostile_attribute_values_are_escaped_and_an_unlinkable_agent_keep
     comm, _ = await connect(run, cookie)
     html = ""
     while "after" not in html:
-        html += await comm.receive_from(timeout=5)
+        html += await receive(comm)
     assert seqs(html) == [1, 2, 3, 4, 5]
     assert "<script" not in html
     assert 'title="2026-08-03T00:00:00Z&quot;&gt;&lt;script&gt;window.pwned=1&lt;/script&gt;"' in html

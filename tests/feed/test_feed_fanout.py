@@ -15,7 +15,7 @@ from django.db.backends.utils import CursorWrapper
 from runs.feed import consumer as consumers
 from runs.feed import doorbell
 from runs.feed.doorbell import group_name
-from tests.feed_helpers import connect, cookie, logs, new_run, receive_seqs, seqs, store  # noqa: F401
+from tests.feed_helpers import connect, cookie, logs, new_run, receive, receive_seqs, seqs, store  # noqa: F401
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -61,7 +61,7 @@ async def test_connections_at_one_cursor_share_one_read_per_window(cookie, queri
     await store(run, logs(*(f"new {i}" for i in range(7, 31)), agent="agent-1"))
     del queries[:]
     await get_channel_layer().group_send(group_name(run.pk), {"type": "run.event", "seq": 30})
-    messages = [await comm.receive_from(timeout=5) for comm in comms]
+    messages = [await receive(comm) for comm in comms]
 
     assert seqs(messages[0]) == list(range(7, 31))
     assert all(m == messages[0] for m in messages)  # the same rendering, byte for byte
@@ -96,14 +96,14 @@ async def test_a_backlog_window_is_read_once_for_every_connection_that_resumes_i
     last = 2 * consumers.BATCH + 50  # three windows
     run = await new_run(logs(*(f"line {i}" for i in range(1, last + 1))))
     first, _ = await connect(run, cookie)
-    backlog = [await first.receive_from(timeout=5) for _ in range(3)]
+    backlog = [await receive(first) for _ in range(3)]
     reads = len(event_reads(queries))
 
     # Later connections from the start get the same full windows, without reading them again
     # (only the last, short window is read afresh: more may have been stored since).
     for _ in range(3):
         comm, _ = await connect(run, cookie)
-        assert [await comm.receive_from(timeout=5) for _ in range(3)] == backlog
+        assert [await receive(comm) for _ in range(3)] == backlog
         await comm.disconnect()
     assert len(event_reads(queries)) == reads + 3
     assert [s for m in backlog for s in seqs(m)] == list(range(1, last + 1))

@@ -9,7 +9,7 @@ import pytest
 
 from tests.console_server import ConsoleServer
 from runs.feed.consumer import HEARTBEAT_SECONDS
-from tests.feed_helpers import seqs
+from tests.feed_helpers import cursor, seqs
 
 websockets = pytest.importorskip("websockets")
 
@@ -50,7 +50,10 @@ def test_event_appended_by_another_process_reaches_a_connected_socket(redis_serv
             for first, n in ((1, 3), (4, 2)):
                 await asyncio.to_thread(produce, first, n)
                 while len(got) < first + n - 1:
-                    got += seqs(await asyncio.wait_for(socket.recv(), timeout=10))
+                    message = await asyncio.wait_for(socket.recv(), timeout=10)
+                    got += seqs(message)
+                    if 'id="feed-cursor"' in message:
+                        await socket.send(json.dumps({"ack": cursor(message)}))
             # Before the consumer's first idle re-read: only the doorbell, through Redis, could
             # have told it.
             assert time.monotonic() - connected < HEARTBEAT_SECONDS

@@ -8,7 +8,7 @@ import pytest
 
 from runs.feed import consumer as consumers
 from runs.ingest import deletion, services
-from tests.feed_helpers import connect, cookie, cursor, logs, new_run, receive_seqs, seqs, store  # noqa: F401
+from tests.feed_helpers import connect, cookie, cursor, logs, new_run, receive, receive_seqs, seqs, store  # noqa: F401
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -31,7 +31,7 @@ async def test_the_server_filters_the_live_tail(cookie):
     await store(run, logs("kiwi one", "no fruit", agent="helper") + logs("kiwi root") + logs("more KIWI", agent="helper"))
     got = []
     while not got or cursor(message) < 5:
-        message = await comm.receive_from(timeout=5)
+        message = await receive(comm)
         got += seqs(message)
     assert got == [2, 5]
     await comm.disconnect()
@@ -50,10 +50,12 @@ async def test_the_live_tail_keeps_one_failure_class(cookie):
     await comm.disconnect()
 
 
-async def test_an_acknowledging_page_has_at_most_two_messages_in_flight(cookie, monkeypatch):
+async def test_a_socket_has_at_most_two_messages_in_flight_until_acknowledged(cookie, monkeypatch):
+    """A client that never reads (or never acknowledges) holds the server to two messages of rows:
+    the rest waits in the database, not in a send buffer growing with the run."""
     monkeypatch.setattr(consumers.FeedConsumer, "pass_seconds", 0)
     run = await new_run(logs(*[f"m{i}" for i in range(consumers.BATCH * 5)]))
-    comm = await open_socket(run, cookie, "after=0&ack=1")
+    comm = await open_socket(run, cookie, "after=0")
     first = await comm.receive_from(timeout=5)
     second = await comm.receive_from(timeout=5)
     assert await comm.receive_nothing(timeout=0.5)  # two in flight: the rest waits in the database
@@ -70,11 +72,11 @@ async def test_detach_sends_no_rows_and_follow_resumes_from_the_seq_asked(cookie
     run = await new_run(logs("one", "two"))
     comm = await open_socket(run, cookie, "after=2")
     await comm.send_to(text_data=json.dumps({"follow": False, "epoch": 1}))
-    assert 'id="feed-follow" data-epoch="1"' in await comm.receive_from(timeout=5)
+    assert 'id="feed-follow" data-epoch="1"' in await receive(comm)
     await store(run, logs("three", "four"))
-    assert await comm.receive_from(timeout=5) == consumers.announce_html(4)  # news, no rows
+    assert await receive(comm) == consumers.announce_html(4)  # news, no rows
     await comm.send_to(text_data=json.dumps({"follow": 1, "epoch": 2}))
-    assert 'data-epoch="2"' in await comm.receive_from(timeout=5)
+    assert 'data-epoch="2"' in await receive(comm)
     assert await receive_seqs(comm, 3) == [2, 3, 4]
     await comm.send_to(text_data="not json")  # ignored
     await comm.send_to(text_data=json.dumps({"follow": "x", "epoch": 3}))  # ignored
@@ -86,11 +88,11 @@ async def test_detach_sends_no_rows_and_follow_resumes_from_the_seq_asked(cookie
 async def test_a_socket_without_rows_announces_the_run_moving_and_its_end(cookie):
     run = await new_run(logs("one"))
     comm = await open_socket(run, cookie, "rows=0")
-    assert await comm.receive_from(timeout=5) == consumers.announce_html(1)
+    assert await receive(comm) == consumers.announce_html(1)
     await store(run, logs("two") + [{"type": "session_ended", "status": "completed"}])
-    message = await comm.receive_from(timeout=5)
+    message = await receive(comm)
     if message.startswith("<span"):
-        message = await comm.receive_from(timeout=5)
+        message = await receive(comm)
     assert 'data-status="completed"' in message and "The run has ended (completed)" in message
     assert (await comm.receive_output(timeout=5))["type"] == "websocket.close"
 
@@ -102,7 +104,7 @@ async def test_an_interrupted_run_ends_the_feed_with_its_reason(cookie):
     comm = await open_socket(run, cookie, "after=0")
     assert await receive_seqs(comm, 1) == [1]
     assert await database_sync_to_async(services.run_mark_ended)(run, by="alice")
-    message = await comm.receive_from(timeout=5)
+    message = await receive(comm)
     assert 'data-status="interrupted" data-reason="marked ended by alice"' in message
     assert "(interrupted: marked ended by alice)" in message
 
@@ -114,4 +116,4 @@ async def test_a_deleted_run_ends_its_feed(cookie):
     comm = await open_socket(run, cookie, "after=0")
     assert await receive_seqs(comm, 1) == [1]
     await database_sync_to_async(deletion.run_delete)(run)
-    assert 'data-status="deleted"' in await comm.receive_from(timeout=5)
+    assert 'data-status="deleted"' in await receive(comm)
