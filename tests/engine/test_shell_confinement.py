@@ -237,3 +237,18 @@ def test_max_lines_bounds_what_the_shell_tool_and_gg_shell_hand_the_model(tmp_pa
     run_, records = run_spec(data, tmp_path / "program", name="program-shell")
     assert run_.status == "completed", of_type(records, "log")
     assert (tmp_path / "program" / "ws" / "out.txt").read_text() == "39\n40\n|True"
+
+
+def test_a_command_writing_many_files_is_held_to_the_quota_in_all(tmp_path):
+    """Each file is held to what the quota has left (RLIMIT_FSIZE); eight of them would have held
+    eight times the quota. The command is stopped once the workspace is over it."""
+    quota = 64 * 1024 ** 2
+    ws = Workspace(tmp_path, quota_bytes=quota)
+    result, record = ws.shell("for i in 1 2 3 4 5 6 7 8; do head -c 60000000 /dev/zero > f$i; done; echo done")
+    written = sum(f.stat().st_size for f in tmp_path.iterdir())
+    assert result["exit_code"] is None and "done" not in result["output"]
+    assert f"(killed: the workspace quota of {quota:,} bytes was exceeded" in result["output"]
+    assert written < 2 * quota  # (8 x 60 MB before)
+    with pytest.raises(ToolError) as spent:
+        ws.write_file("more.txt", "x")
+    assert spent.value.code == "limit-exceeded"

@@ -15,6 +15,7 @@ limit is per process: a server running as root also puts each command in a pids 
 memory cgroup of its own (v1 `/sys/fs/cgroup/{pids,memory}` or v2) where they are writable, the
 memory one holding all the command's processes and its /tmp pages together to `memory_bytes` (six
 forked processes held 9 GB), and kills what is left in them at the end. /tmp is `tmp_bytes` at most.
+The file size limit holds one file; a `DiskWatch` holds what the command writes in all.
 
 bwrap is the namespace's PID 1: when it dies every process in it dies, so killing it (on the
 timeout, on `interrupt()` returning a reason — a cancel, the run's wall clock — or when the
@@ -71,6 +72,35 @@ class Limits:
         cpu = max(1, min(self.cpu_secs, int(timeout) + 1))
         return [PRLIMIT, f"--nproc={self.processes}", f"--fsize={max(0, self.file_bytes)}", f"--cpu={cpu}",
                 f"--as={self.memory_bytes}", f"--nofile={self.open_files}", "--"]
+
+
+@dataclass
+class DiskWatch:
+    """Stops a command whose workspace outgrows its quota. RLIMIT_FSIZE holds each file to what
+    the quota has left, but N files would pass it N times. The filesystem's used bytes (statvfs:
+    cheap enough for every poll) say when the workspace may have grown by what it had left (at
+    least `slack`); only then is it measured (`measure()`, a walk of the workspace), and growth
+    that was someone else's only moves the mark. Over the quota by at most `slack` plus one poll's
+    writes, the command is stopped."""
+
+    def __init__(self, path, quota, in_use, measure, slack):
+        self.path, self.quota, self.measure, self.slack = path, quota, measure, slack
+        self.mark = self._used()
+        self.allowance = max(quota - in_use, slack)
+
+    def _used(self):
+        fs = os.statvfs(self.path)
+        return (fs.f_blocks - fs.f_bfree) * fs.f_frsize
+
+    def __call__(self):
+        used = self._used()
+        if used - self.mark <= self.allowance:
+            return None
+        self.mark, in_use = used, self.measure()
+        if in_use > self.quota:
+            return f"the workspace quota of {self.quota:,} bytes was exceeded ({in_use:,} bytes in use)"
+        self.allowance = max(self.quota - in_use, self.slack)
+        return None
 
 
 @dataclass
@@ -222,11 +252,12 @@ def _sweep():
                     pass
 
 
-def run_confined(command, workspace, timeout, *, interrupt=None, limits=Limits(), tail_chars=TAIL_CHARS):
+def run_confined(command, workspace, timeout, *, interrupt=None, watch=None, limits=Limits(), tail_chars=TAIL_CHARS):
     """Run `sh -c command` confined to `workspace` for at most `timeout` seconds.
 
-    `interrupt()`, asked every INTERRUPT_EVERY_SECS, returns None to go on or a reason to stop
-    (the namespace is killed and `stopped` is that reason). Raises ConfinementUnavailable."""
+    `interrupt()`, asked every INTERRUPT_EVERY_SECS, and `watch()` (a DiskWatch), asked at every
+    poll, return None to go on or a reason to stop (the namespace is killed and `stopped` is that
+    reason). Raises ConfinementUnavailable."""
     reason = unavailable_reason()
     if reason is not None:
         raise ConfinementUnavailable(reason)
@@ -241,14 +272,14 @@ def run_confined(command, workspace, timeout, *, interrupt=None, limits=Limits()
         cgroup.remove()
         raise
     try:
-        return _supervise(proc, started, deadline, interrupt, tail_chars)
+        return _supervise(proc, started, deadline, interrupt, watch, tail_chars)
     finally:
         _kill(proc)
         proc.wait()
         cgroup.remove()
 
 
-def _supervise(proc, started, deadline, interrupt, tail_chars):
+def _supervise(proc, started, deadline, interrupt, watch, tail_chars):
     tails = {proc.stdout: _Tail(tail_chars), proc.stderr: _Tail(tail_chars)}
     stopped = None
     with selectors.DefaultSelector() as selector:
@@ -262,7 +293,9 @@ def _supervise(proc, started, deadline, interrupt, tail_chars):
             if stopped is None:
                 if now >= deadline:
                     stopped = "timeout"
-                elif interrupt is not None and now >= next_interrupt:
+                elif watch is not None:
+                    stopped = watch()
+                if stopped is None and interrupt is not None and now >= next_interrupt:
                     next_interrupt = now + INTERRUPT_EVERY_SECS
                     stopped = interrupt()
                 if stopped is not None:

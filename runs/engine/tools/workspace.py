@@ -19,7 +19,7 @@ from pathlib import Path
 from django.conf import settings
 
 from runs.engine.tools.errors import ToolError
-from runs.engine.tools.confined import ConfinementUnavailable, Limits, run_confined
+from runs.engine.tools.confined import ConfinementUnavailable, DiskWatch, Limits, run_confined
 from runs.engine.tools import walks
 from runs.engine.tools.plain import read_plain, refusal, scan_plain
 
@@ -29,6 +29,9 @@ SHELL_OUTPUT_CHARS = 4096  # what the caller is handed (capability param maxChar
 SHELL_OUTPUT_LINES = 250  # ... and at most this many of its last lines (capability param maxLines' default)
 DEFAULT_SHELL_TIMEOUT = 120.0
 DEFAULT_QUOTA_BYTES = 1024 ** 3
+# A shell command's workspace is measured again (a walk) each time its filesystem has grown by what
+# the quota had left, or by this much where that is less (confined.DiskWatch).
+SHELL_SLACK_BYTES = 16 * 1024 ** 2
 NAME_MAX, PATH_MAX = 255, 4096  # Linux's: a longer name failed deep in the call (ENAMETOOLONG, a host path in it)
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
                ".webp": "image/webp"}
@@ -235,6 +238,11 @@ class Workspace:
             raise ToolError("limit-exceeded", f"the workspace quota of {self.quota_bytes:,} bytes would be exceeded "
                                               f"({self.usage():,} bytes are in use)")
 
+    def _measure(self):
+        """The usage measured afresh (a shell command is writing)."""
+        self._usage = None
+        return self.usage()
+
     # -- shell -------------------------------------------------------------------------------
     def shell(self, command, timeout_secs=None, *, output_chars=SHELL_OUTPUT_CHARS, output_lines=SHELL_OUTPUT_LINES):
         """Run `sh -c command` confined to the root (runs.engine.tools.confined). Returns (result,
@@ -253,9 +261,10 @@ class Workspace:
             timeout = min(timeout, self.deadline - time.monotonic())
             if timeout <= 0:
                 raise ToolError("limit-exceeded", "the wall-clock budget is spent")
+        watch = DiskWatch(self._root, self.quota_bytes, self.usage(), self._measure, SHELL_SLACK_BYTES)
         limits = Limits(file_bytes=max(0, self.quota_bytes - self.usage()))
         try:
-            done = run_confined(command, self._root, timeout, interrupt=self.interrupt, limits=limits,
+            done = run_confined(command, self._root, timeout, interrupt=self.interrupt, watch=watch, limits=limits,
                                 tail_chars=max(SHELL_TAIL_CHARS, output_chars))
         except ConfinementUnavailable as exc:
             raise ToolError("unavailable", str(exc)) from None
