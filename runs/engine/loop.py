@@ -141,11 +141,15 @@ class Engine(Delegator):
         self.agents.append(agent)
         self.telemetry.flush()
 
-    def snapshot(self, agent, kind):
+    def snapshot(self, agent, kind, records=None):
+        """Record the state of the agent's store `kind`, within a turn's budget when `records` is given."""
         holding = agent.holdings[kind]
         if holding.enabled and holding.impl is not None:
             snap = dict(holding.impl.snapshot())
-            agent.emit(snap.pop("type"), **snap)
+            if records is not None:
+                records.add(snap, kind)
+            else:
+                agent.emit(snap.pop("type"), **snap)
 
     def start_root(self):
         root_profile = self.spec.root

@@ -11,6 +11,7 @@ import json
 
 from runs.engine import issues, thread
 from runs.engine.agents import message
+from runs.engine.store_records import StoreRecords
 from runs.engine.tools.errors import ToolError, bounded
 from runs.engine.tools.workspace import shell_bounds
 
@@ -239,31 +240,46 @@ def run_turn(engine, agent, reply, offered):
                                     "session with one of: " + ", ".join(t for t in offered if t in ENDING_TOOLS)
                                     + ".", "system"))
         return ("missing_completion", "missing_completion_no_call")
-    for call in reply.tool_calls:
-        agent.emit("tool_call", name=call.name, args=call.args)
-        try:
-            if call.name not in offered:
-                raise ToolError("unavailable", f"`{call.name}` is not a tool this agent was offered")
-            if call.name in ENDING_TOOLS:
-                summary, content = ending(agent, call.name, call.args)
-            elif call.name in DELEGATION:
-                summary, content = engine.delegate(agent, call.name, call.args)
-            elif call.name == "wait_for_issue":
-                content = issues.wait(engine, agent, call.args.get("issue_id"))
-                summary = content.split(":", 1)[0]
-            else:
-                summary, content, changed = dispatch(agent, call.name, call.args)
-                agent.tool_calls += 1
-                for kind in changed:
-                    engine.snapshot(agent, kind)
-            agent.emit("tool_result", name=call.name, ok=True, summary=summary)
-        except (ToolError, OSError) as exc:  # an OSError's reason, never the host path it names
-            exc = exc if isinstance(exc, ToolError) else ToolError("io-error", exc.strerror or "an I/O error")
-            summary, content = None, f"error ({exc.code}): {exc.message}"
-            engine.tool_failures[exc.code] = engine.tool_failures.get(exc.code, 0) + 1
-            agent.emit("tool_result", name=call.name, ok=False, summary=exc.message, failure=exc.code)
-        agent.window.append(message("tool", content, "tool_output", toolCallId=call.id))
+    records = StoreRecords(lambda record: _emit(agent, record))
+    try:
+        for call in reply.tool_calls:
+            _call(engine, agent, call, offered, records)
+    finally:
+        records.finish(lambda level, text: agent.emit("log", level=level, message=text),
+                       lambda kind: agent.holdings[kind].impl)
     return None
+
+
+def _emit(agent, record):
+    fields = dict(record)
+    agent.emit(fields.pop("type"), **fields)
+
+
+def _call(engine, agent, call, offered, records):
+    """One tool call of the reply, bracketed by tool_call/tool_result; its answer joins the window."""
+    agent.emit("tool_call", name=call.name, args=call.args)
+    try:
+        if call.name not in offered:
+            raise ToolError("unavailable", f"`{call.name}` is not a tool this agent was offered")
+        if call.name in ENDING_TOOLS:
+            summary, content = ending(agent, call.name, call.args)
+        elif call.name in DELEGATION:
+            summary, content = engine.delegate(agent, call.name, call.args)
+        elif call.name == "wait_for_issue":
+            content = issues.wait(engine, agent, call.args.get("issue_id"))
+            summary = content.split(":", 1)[0]
+        else:
+            summary, content, changed = dispatch(agent, call.name, call.args)
+            agent.tool_calls += 1
+            for kind in changed:
+                engine.snapshot(agent, kind, records)
+        agent.emit("tool_result", name=call.name, ok=True, summary=summary)
+    except (ToolError, OSError) as exc:  # an OSError's reason, never the host path it names
+        exc = exc if isinstance(exc, ToolError) else ToolError("io-error", exc.strerror or "an I/O error")
+        summary, content = None, f"error ({exc.code}): {exc.message}"
+        engine.tool_failures[exc.code] = engine.tool_failures.get(exc.code, 0) + 1
+        agent.emit("tool_result", name=call.name, ok=False, summary=exc.message, failure=exc.code)
+    agent.window.append(message("tool", content, "tool_output", toolCallId=call.id))
 
 
 def ending(agent, name, args):

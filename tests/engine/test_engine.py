@@ -1,6 +1,8 @@
 """The built-in engine: opening order, turns, scopes, successions, ceilings and cancel — each run
 through the real ingest path, every emitted record validated against gg's telemetry schema."""
 
+import json
+
 import pytest
 
 from tests.engine_helpers import call, of_type, run_spec, schema_errors, spec, tool_agent
@@ -186,3 +188,21 @@ def test_exec_carries_what_both_hold_drops_what_the_successor_lacks_and_initiali
     modules = {m["kind"]: m for m in of_type(records, "agent_modules", "agent-0")[0]["modules"]}
     assert modules["tasks"]["enabled"] is False and modules["memories"]["origin"] == "created"
     assert modules["history"]["origin"] == "transferred"
+
+
+def test_a_replys_store_records_are_bounded_and_the_last_state_still_recorded(tmp_path):
+    """Each store-changing tool call records the store's whole state: 420 calls in one reply over
+    a task list of ~190 KB wrote ~40 MB. Past 4 MiB a reply's further states are counted, and the
+    list is recorded once more as the reply left it."""
+    calls = [{"name": "add_task", "args": {"id": f"t{i}", "title": "x" * 9000}} for i in range(20)]
+    calls += [{"name": "update_task", "args": {"id": "t0", "title": f"title {n} " + "y" * 9000}} for n in range(400)]
+    data = spec([tool_agent("coder", [{"id": "tasks", "enabled": True}])],
+                {"coder": [{"toolCalls": calls}, call("finish", summary="ok")]})
+    run, records = run_spec(data, tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed"
+    states = of_type(records, "tasks_state")[1:]  # after the opening's
+    assert sum(len(json.dumps(s, ensure_ascii=False)) for s in states[:-1]) <= 4 * 1024 ** 2 and len(states) < 40
+    assert states[-1]["tasks"][0]["title"].startswith("title 399 ")
+    assert len(of_type(records, "tool_result")) == 421  # every call still bracketed
+    assert any("store record(s) past 4 MiB were not recorded; the state of tasks" in r["message"]
+               for r in of_type(records, "log") if r["level"] == "warn")

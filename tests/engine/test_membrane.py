@@ -369,7 +369,7 @@ def test_every_wit_shape_crosses_the_membrane_intact_both_ways(tmp_path, monkeyp
 
 
 def test_a_programs_store_records_are_bounded_and_the_last_state_still_recorded(tmp_path):
-    from runs.engine.sandbox.store_records import MAX_BYTES
+    from runs.engine.store_records import MAX_BYTES
 
     result = run(context(tmp_path, capabilities=["tasks"]), """
         import gg

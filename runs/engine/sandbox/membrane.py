@@ -22,7 +22,7 @@ from surfaces.catalogue import BY_ID, ENDINGS
 from surfaces.grants import Grants
 from runs.engine.sandbox import model_text as messages
 from runs.engine.sandbox.handlers import HANDLERS
-from runs.engine.sandbox.store_records import StoreRecords
+from runs.engine.store_records import StoreRecords
 from runs.engine.sandbox.typescript import lib_entries as typescript_lib_entries, lib_key
 from runs.engine.tools import docs
 from runs.engine.tools.errors import MAX_HANDED_ON_BYTES, ToolError

@@ -1,10 +1,11 @@
-"""The records a program's store changes leave in the stream, within a budget.
+"""The records a turn's store changes leave in the stream, within a budget.
 
 gg records a store's whole state after each change (`tasks_state`, `memory_state`, ...; a memory's
 `memory_revision` beside it). A program looping over a big store's mutations wrote a megabyte a call
-into the log until the disk was full, and cancelling the run waited for the program's records. Past
-`MAX_BYTES` of them in one program, a store's further changes are counted, and its state is recorded
-once more, as the program left it, when the program ends.
+into the log until the disk was full, and cancelling the run waited for the program's records; a
+reply of many tool calls does the same. Past `MAX_BYTES` of them in one program (or one reply's tool
+calls), a store's further changes are counted, and its state is recorded once more, as the turn
+left it, when the turn ends.
 """
 
 import json
@@ -28,7 +29,7 @@ class StoreRecords:
         self.emit(record)
 
     def finish(self, log, store):
-        """At the program's end: say what was held, and record each held store as it stands."""
+        """At the turn's end: say what was held, and record each held store as it stands."""
         if not self.held:
             return
         log("warn", f"{self.suppressed} further store record(s) past {MAX_BYTES // 2**20} MiB were not recorded; "
