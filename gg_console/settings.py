@@ -135,6 +135,8 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 
 # The built-in engine (README "The shell's confinement and the provider allowlists").
 GG_WORKSPACE_QUOTA_BYTES = int(os.environ.get("GG_WORKSPACE_QUOTA_BYTES", 1024 ** 3))
+# Files, directories and links a workspace may hold: each takes one of the host filesystem's inodes.
+GG_WORKSPACE_MAX_ENTRIES = int(os.environ.get("GG_WORKSPACE_MAX_ENTRIES", 250_000))
 # Environment variables a launch spec may name as provider.apiKeyEnv, besides any GG_PROVIDER_KEY_*.
 GG_PROVIDER_KEY_ENVS = tuple(v.strip() for v in os.environ.get("GG_PROVIDER_KEY_ENVS", "").split(",") if v.strip())
 # Hosts a provider.baseUrl may name (host or host:port, `*.example.com` for subdomains); empty: none.

@@ -93,7 +93,7 @@ class Engine(Delegator):
         if agent.id not in self._agent_workspaces:
             base, path = self.workspace, self.worktrees.paths.get(agent.worktree)
             if path is not None:
-                base = Workspace(path, quota_bytes=self.workspace.quota_bytes)
+                base = Workspace(path, quota_bytes=self.workspace.quota_bytes, max_entries=self.workspace.max_entries)
                 base.deadline, base.interrupt = self.workspace.deadline, self.workspace.interrupt
             self._agent_workspaces[agent.id] = HookedWorkspace(base, agent)
         return self._agent_workspaces[agent.id]

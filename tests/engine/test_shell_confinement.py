@@ -252,3 +252,25 @@ def test_a_command_writing_many_files_is_held_to_the_quota_in_all(tmp_path):
     with pytest.raises(ToolError) as spent:
         ws.write_file("more.txt", "x")
     assert spent.value.code == "limit-exceeded"
+
+
+def test_a_hard_link_is_no_way_around_the_quota(tmp_path):
+    """The quota counted only single-link files: `ln` after each write left a usage of 0."""
+    quota = 64 * 1024 ** 2
+    ws = Workspace(tmp_path, quota_bytes=quota)
+    result, _ = ws.shell("for i in 1 2 3 4 5 6 7 8; do head -c 60000000 /dev/zero > f$i; ln f$i g$i; done; echo done")
+    assert "done" not in result["output"] and "the workspace quota" in result["output"]
+    assert sum(f.stat().st_size for f in tmp_path.glob("f*")) < 2 * quota
+    assert ws.usage() == sum(f.stat().st_size for f in tmp_path.glob("f*"))  # each file once
+
+
+def test_a_command_creating_files_by_the_thousand_is_held_to_the_entries_limit(tmp_path):
+    """Empty files take no bytes but an inode each: a command could have used up the host's."""
+    ws = Workspace(tmp_path, max_entries=5000)
+    result, _ = ws.shell("mkdir d; cd d; i=0; while [ $i -lt 40000 ]; do : > f$i; i=$((i+1)); done; echo done")
+    assert "done" not in result["output"]
+    assert "(killed: the workspace's limit of 5,000 files and directories was exceeded" in result["output"]
+    assert ws.entries() < 3 * 5000  # (40,000 before)
+    with pytest.raises(ToolError) as full:
+        ws.write_file("one/more.txt", "x")
+    assert full.value.code == "limit-exceeded" and "5,000 files and directories" in full.value.message

@@ -76,31 +76,28 @@ class Limits:
 
 @dataclass
 class DiskWatch:
-    """Stops a command whose workspace outgrows its quota. RLIMIT_FSIZE holds each file to what
-    the quota has left, but N files would pass it N times. The filesystem's used bytes (statvfs:
-    cheap enough for every poll) say when the workspace may have grown by what it had left (at
-    least `slack`); only then is it measured (`measure()`, a walk of the workspace), and growth
-    that was someone else's only moves the mark. Over the quota by at most `slack` plus one poll's
-    writes, the command is stopped."""
+    """Stops a command whose workspace outgrows its limits. RLIMIT_FSIZE holds each file to what
+    the quota has left, but N files would pass it N times, and empty files take no bytes but an
+    inode each. The filesystem's used bytes and inodes (statvfs: cheap enough for every poll) say
+    when the workspace may have gained its `allowance` of either; only then does `check()` measure
+    it (a walk): (None, a new allowance) to go on — growth that was someone else's only moves the
+    mark — or (why it must stop, None)."""
 
-    def __init__(self, path, quota, in_use, measure, slack):
-        self.path, self.quota, self.measure, self.slack = path, quota, measure, slack
+    def __init__(self, path, allowance, check):
+        self.path, self.allowance, self.check = path, allowance, check
         self.mark = self._used()
-        self.allowance = max(quota - in_use, slack)
 
     def _used(self):
         fs = os.statvfs(self.path)
-        return (fs.f_blocks - fs.f_bfree) * fs.f_frsize
+        return (fs.f_blocks - fs.f_bfree) * fs.f_frsize, fs.f_files - fs.f_ffree
 
     def __call__(self):
         used = self._used()
-        if used - self.mark <= self.allowance:
+        if all(now - mark <= allowed for now, mark, allowed in zip(used, self.mark, self.allowance)):
             return None
-        self.mark, in_use = used, self.measure()
-        if in_use > self.quota:
-            return f"the workspace quota of {self.quota:,} bytes was exceeded ({in_use:,} bytes in use)"
-        self.allowance = max(self.quota - in_use, self.slack)
-        return None
+        self.mark = used
+        reason, self.allowance = self.check()
+        return reason
 
 
 @dataclass

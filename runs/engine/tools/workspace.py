@@ -21,17 +21,17 @@ from django.conf import settings
 from runs.engine.tools.errors import ToolError
 from runs.engine.tools.confined import ConfinementUnavailable, DiskWatch, Limits, run_confined
 from runs.engine.tools import walks
-from runs.engine.tools.plain import read_plain, refusal, scan_plain
+from runs.engine.tools.plain import read_plain, refusal
 
 READ_BYTES_CEILING = 256 * 1024  # a text read stops here (byte-truncated)
 SHELL_TAIL_CHARS = 16_384  # the shell telemetry record keeps this much of each stream
 SHELL_OUTPUT_CHARS = 4096  # what the caller is handed (capability param maxChars' default)
 SHELL_OUTPUT_LINES = 250  # ... and at most this many of its last lines (capability param maxLines' default)
 DEFAULT_SHELL_TIMEOUT = 120.0
-DEFAULT_QUOTA_BYTES = 1024 ** 3
-# A shell command's workspace is measured again (a walk) each time its filesystem has grown by what
-# the quota had left, or by this much where that is less (confined.DiskWatch).
-SHELL_SLACK_BYTES = 16 * 1024 ** 2
+DEFAULT_QUOTA_BYTES, DEFAULT_MAX_ENTRIES = 1024 ** 3, 250_000
+# A shell command's workspace is measured again (a walk) each time its filesystem has gained what the
+# quota had left, in bytes or in entries (inodes), or this much where that is less (confined.DiskWatch).
+SHELL_SLACK = (16 * 1024 ** 2, 1000)
 NAME_MAX, PATH_MAX = 255, 4096  # Linux's: a longer name failed deep in the call (ENAMETOOLONG, a host path in it)
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
                ".webp": "image/webp"}
@@ -47,21 +47,24 @@ def shell_bounds(params) -> dict:
             "output_lines": positive("maxLines", SHELL_OUTPUT_LINES)}
 
 
-def default_quota():
+def _setting(name, default):
     try:
-        return int(getattr(settings, "GG_WORKSPACE_QUOTA_BYTES", DEFAULT_QUOTA_BYTES))
+        return int(getattr(settings, name, default))
     except Exception:  # used outside Django too (bench, the run_program command's tests)
-        return DEFAULT_QUOTA_BYTES
+        return default
 
 
 class Workspace:
-    def __init__(self, root, *, quota_bytes=None):
+    def __init__(self, root, *, quota_bytes=None, max_entries=None):
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._root = str(self.root)
         self._root_prefix = self._root.rstrip("/") + "/"
-        self.quota_bytes = default_quota() if quota_bytes is None else quota_bytes
-        self._usage = None  # bytes of plain files under the root; None until measured
+        self.quota_bytes = _setting("GG_WORKSPACE_QUOTA_BYTES", DEFAULT_QUOTA_BYTES) if quota_bytes is None \
+            else quota_bytes
+        self.max_entries = _setting("GG_WORKSPACE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES) if max_entries is None \
+            else max_entries
+        self._usage = None  # (bytes of the regular files, entries) under the root; None until measured
         self.deadline = None  # monotonic time after which walks and searches stop (see until())
         self.interrupt = None  # () -> None | reason: a running shell is killed when it gives a reason
 
@@ -173,7 +176,8 @@ class Workspace:
 
     def _store(self, full, path, data):
         old = self._writable(full, path)
-        self.charge(len(data) - old)
+        created = 0 if old or full.exists() else _missing(full)
+        self.charge(len(data) - old, created)
         try:
             full.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
@@ -183,7 +187,7 @@ class Workspace:
             self._usage = None
             raise ToolError("io-error", f"{path} could not be written: {exc.strerror}") from None
         if self._usage is not None:
-            self._usage += len(data) - old
+            self._usage = (self._usage[0] + len(data) - old, self._usage[1] + created)
 
     def write_file(self, path, contents):
         full = self.resolve(path)
@@ -223,25 +227,64 @@ class Workspace:
 
     # -- the quota ---------------------------------------------------------------------------
     def usage(self):
-        """Bytes of the plain files under the root, measured once and then kept up to date."""
+        """Bytes of the regular files under the root."""
+        return self._measured()[0]
+
+    def entries(self):
+        """Files, directories and links under the root: each holds one of the filesystem's inodes."""
+        return self._measured()[1]
+
+    def _measured(self):
+        """(bytes, entries), measured once and then kept up to date. A regular file's bytes count once
+        whatever its links (a shell's `ln` after each write had taken a workspace 480 MB past a 64 MiB
+        quota with a usage of 0)."""
         if self._usage is None:
-            total, stack = 0, [self._root]
+            total, entries, linked, stack = 0, 0, set(), [self._root]
             while stack:
-                dirs, files = scan_plain(stack.pop())
-                stack += [d.path for d in dirs]
-                total += sum(f.stat(follow_symlinks=False).st_size for f in files)
-            self._usage = total
+                try:
+                    found = list(os.scandir(stack.pop()))
+                except OSError:
+                    continue
+                entries += len(found)
+                for entry in found:
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(entry.path)
+                    elif stat.S_ISREG(st.st_mode):
+                        if st.st_nlink > 1:
+                            if st.st_ino in linked:
+                                continue
+                            linked.add(st.st_ino)
+                        total += st.st_size
+            self._usage = (total, entries)
         return self._usage
 
-    def charge(self, delta):
+    def charge(self, delta, created=0):
         if delta > 0 and self.usage() + delta > self.quota_bytes:
             raise ToolError("limit-exceeded", f"the workspace quota of {self.quota_bytes:,} bytes would be exceeded "
                                               f"({self.usage():,} bytes are in use)")
+        if created and self.entries() + created > self.max_entries:
+            raise ToolError("limit-exceeded", f"the workspace's limit of {self.max_entries:,} files and directories "
+                                              f"would be exceeded ({self.entries():,} are there)")
 
-    def _measure(self):
-        """The usage measured afresh (a shell command is writing)."""
+    def _check(self):
+        """While a shell command runs: why it must stop, if its writes took the workspace past a
+        limit; else how much more it may write before it is measured again (confined.DiskWatch)."""
         self._usage = None
-        return self.usage()
+        used, entries = self._measured()
+        if used > self.quota_bytes:
+            return f"the workspace quota of {self.quota_bytes:,} bytes was exceeded ({used:,} bytes in use)", None
+        if entries > self.max_entries:
+            return (f"the workspace's limit of {self.max_entries:,} files and directories was exceeded "
+                    f"({entries:,} are there)"), None
+        return None, self._allowance()
+
+    def _allowance(self):
+        used, entries = self._measured()
+        return max(self.quota_bytes - used, SHELL_SLACK[0]), max(self.max_entries - entries, SHELL_SLACK[1])
 
     # -- shell -------------------------------------------------------------------------------
     def shell(self, command, timeout_secs=None, *, output_chars=SHELL_OUTPUT_CHARS, output_lines=SHELL_OUTPUT_LINES):
@@ -261,7 +304,7 @@ class Workspace:
             timeout = min(timeout, self.deadline - time.monotonic())
             if timeout <= 0:
                 raise ToolError("limit-exceeded", "the wall-clock budget is spent")
-        watch = DiskWatch(self._root, self.quota_bytes, self.usage(), self._measure, SHELL_SLACK_BYTES)
+        watch = DiskWatch(self._root, self._allowance(), self._check)
         limits = Limits(file_bytes=max(0, self.quota_bytes - self.usage()))
         try:
             done = run_confined(command, self._root, timeout, interrupt=self.interrupt, watch=watch, limits=limits,
@@ -290,3 +333,11 @@ class Workspace:
         result = {"exit_code": done.exit_code, "output": combined[-output_chars:], "truncated": truncated,
                   "duration_ms": done.duration_ms}
         return result, record
+
+
+def _missing(full):
+    """The entries writing a file at `full` creates: the file and each missing directory above it."""
+    count, parent = 1, full.parent
+    while not parent.exists():
+        count, parent = count + 1, parent.parent
+    return count
