@@ -93,7 +93,10 @@ class Client:
                     self.stamps.extend(repeat(now, len(seqs)))
                     cursor = CURSOR.search(message)
                     if cursor:  # read: the server sends on (at most two messages of rows in flight)
-                        await ws.send(f'{{"ack": {cursor.group(1)}}}')
+                        try:
+                            await ws.send(f'{{"ack": {cursor.group(1)}}}')
+                        except websockets.ConnectionClosedOK:
+                            pass  # the run ended and the server closed after its last rows: the loop ends
             self.closed = True
         except Exception as exc:  # noqa: BLE001 - reported per client, counted as lost rows
             self.error = f"{type(exc).__name__}: {exc}"

@@ -29,7 +29,9 @@ def test_feed_under_load_loses_doubles_and_reorders_nothing(tmp_path):
     # and each socket was closed by the server once the run ended.
     clients = [line.split() for line in lines if re.match(r"^\s+\d+\s+\d+", line)]
     assert len(clients) == CLIENTS
-    for _, rows, lost, dup, order, _p50, _p99, closed in clients:
+    for fields in clients:
+        assert len(fields) == 8, " ".join(fields)  # a client's error follows its figures
+        _, rows, lost, dup, order, _p50, _p99, closed = fields
         assert (int(rows), int(lost), int(dup), int(order), closed) == (RATE * SECONDS, 0, 0, 0, "True")
     verdict = json.loads(lines[-1].removeprefix("BENCH "))["verdict"]
     assert verdict == "nothing lost, doubled or out of order"
