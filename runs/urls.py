@@ -28,6 +28,7 @@ urlpatterns = [
     path("api/runs/<str:run>/events", api.run_events, name="api_events"),
     path("runs/<int:pk>/feed/", feed_views.run_feed, name="feed"),
     path("runs/<int:pk>/feed/rows", feed_views.feed_rows, name="feed_rows"),
+    path("runs/<int:pk>/feed/controls", feed_views.feed_controls, name="feed_controls"),
     path("runs/<int:pk>/header/", header_views.run_header_frame, name="header"),
     path("runs/<int:pk>/agents/", agents.agents_page, name="agents"),
     path("runs/<int:pk>/events/<int:seq>/", events.event_detail, name="event"),

@@ -20,28 +20,40 @@ AGENTS_LISTED = 500  # agents the filter offers as a list; past that it takes a 
 def run_feed(request, pk):
     run = run_or_404(pk)
     flt = FeedFilter.parse(request.GET)
+    query = flt.query()
+    # Where the window opens: a seq, turn or time in the URL (a shared address), else the end.
+    jump = {k: request.GET[k][:40] for k in ("seq", "turn", "time") if request.GET.get(k)}
+    return render(request, "runs/feed.html", run_context(
+        run, "feed",
+        **_controls(run, flt),
+        kinds=KINDS,
+        rows_url=reverse("runs:feed_rows", args=[run.pk]) + (f"?{query}" if query else ""),
+        controls_url=reverse("runs:feed_controls", args=[run.pk]) + (f"?{query}" if query else ""),
+        socket_path=f"/ws/runs/{run.pk}/feed/" + (f"?{query}" if query else ""),
+        window_rows=WINDOW_ROWS,
+        jump=jump,
+    ))
+
+
+@require_GET
+def feed_controls(request, pk):
+    """What the controls offer and the footer counts, as the run stands now: a live run's page reads
+    them again whenever its header does (feed.js), so new agents, operations and failure classes
+    can be filtered on without a reload."""
+    run = run_or_404(pk)
+    flt = FeedFilter.parse(request.GET)
+    return render(request, "runs/_feed_controls.html", {"run": run, "filter": flt, **_controls(run, flt)})
+
+
+def _controls(run, flt):
     operations = set()
     for api_calls, tool_calls in run.agents.values_list("api_calls", "tool_calls"):
         operations.update(api_calls or {}, tool_calls or {})
     # The failure classes the run counted, and one typed into the URL (so the form shows what is applied).
     failures = {*(run.tool_failures or {}), *(run.api_failures or {}), *([flt.failure] if flt.failure else [])}
-    query = flt.query()
-    # Where the window opens: a seq, turn or time in the URL (a shared address), else the end.
-    jump = {k: request.GET[k][:40] for k in ("seq", "turn", "time") if request.GET.get(k)}
     agents = list(run.agents.values_list("agent_id", flat=True)[:AGENTS_LISTED + 1])
-    return render(request, "runs/feed.html", run_context(
-        run, "feed",
-        agents=agents if len(agents) <= AGENTS_LISTED else None,
-        kinds=KINDS,
-        operations=sorted(operations),
-        failures=sorted(failures),
-        filter=flt,
-        rows_url=reverse("runs:feed_rows", args=[run.pk]) + (f"?{query}" if query else ""),
-        socket_path=f"/ws/runs/{run.pk}/feed/" + (f"?{query}" if query else ""),
-        window_rows=WINDOW_ROWS,
-        counts=record_counts(run),
-        jump=jump,
-    ))
+    return {"agents": agents if len(agents) <= AGENTS_LISTED else None, "operations": sorted(operations),
+            "failures": sorted(failures), "filter": flt, "counts": record_counts(run)}
 
 
 def record_counts(run):

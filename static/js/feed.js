@@ -17,7 +17,31 @@
   var ws = null, opened = false, retry = 1000, loading = 0, paused = false, held = 0, drops = 0;
 
   function header() { if (window.ggRunHeader) window.ggRunHeader.refresh(); }
-  document.addEventListener("gg:run-header", function () { settle(); });
+  // The header is read again whenever the run moves (at most once a second), and once when it ends:
+  // so are the controls' lists and the footer's counts, which grow with a live run.
+  var controlsRead = false;
+  document.addEventListener("gg:run-header", function () {
+    settle();
+    if (live || (ended && !controlsRead)) controls();
+  });
+  function controls() {
+    controlsRead = !live;
+    fetch(feed.dataset.controlsUrl, {credentials: "same-origin"}).then(function (r) {
+      return r.ok ? r.text() : null;
+    }).then(function (html) {
+      if (html === null) return;
+      var fresh = parse(html);
+      ["feed-agent", "feed-ops", "feed-failure", "feed-count"].forEach(function (id) {
+        var now = document.getElementById(id), next = fresh.getElementById(id);
+        if (!now || !next || now === document.activeElement) return;  // never under the operator's hand
+        if (next.tagName === now.tagName && "value" in now) next.value = now.value;  // a choice not yet applied
+        if (next.tagName === "SELECT" && next.selectedIndex < 0) next.selectedIndex = 0;
+        now.replaceWith(next);
+      });
+      var failure = document.getElementById("feed-failure");
+      failure.parentNode.hidden = failure.options.length < 2;
+    }).catch(function () {});
+  }
   function show(s, text) { state.dataset.state = s; state.textContent = text || s; }
   function settle() {
     if (loading) return show("loading", "loading history");
@@ -219,10 +243,11 @@
       toBottom();
     }
   });
-  // A filter change is a new URL: the server filters, the view can be shared.
-  ["feed-agent", "feed-kind", "feed-failed", "feed-failure"].forEach(function (id) {
-    var field = document.getElementById(id);  // the failure class is offered once the run has one
-    if (field) field.addEventListener("change", function () { filters.requestSubmit(); });
+  // A filter change is a new URL: the server filters, the view can be shared. (Listened for on the
+  // form: the agent and failure lists are replaced as a live run grows.)
+  var SUBMITS = ["feed-agent", "feed-kind", "feed-failed", "feed-failure"];
+  filters.addEventListener("change", function (e) {
+    if (SUBMITS.indexOf(e.target.id) >= 0) filters.requestSubmit();
   });
   document.getElementById("feed-jump").addEventListener("submit", function (e) {
     e.preventDefault();

@@ -200,3 +200,24 @@ def test_a_stale_run_says_so_on_the_feed_indicator_until_a_record_arrives(page, 
     wait_state(page, "live")
     assert page.inner_text("#run-status") == "running"
     expect(page.locator("#feed-rows .feed-row:last-child .feed-detail")).to_have_text("after the silence")
+
+
+def test_a_live_runs_controls_and_counts_follow_what_arrives(page, console_server):
+    """The agent list, the failure classes and the footer were the page's first reading: a run
+    launched and watched from its start offered "all agents" only and read "0 of 0 records"."""
+    pk = post(console_server, f"e2e-controls-{uuid.uuid4().hex[:8]}", [log("opening")])["run"]
+    page.goto(f"{console_server.url}/runs/{pk}/feed/")
+    wait_state(page, "live")
+    expect(page.locator("#feed-count")).to_contain_text("of the run's 1 stored record.")
+    assert page.locator("#feed-failure").is_hidden()
+
+    post(console_server, pk, [log("hello", "agent-7"),
+                              {"agentId": "agent-7", "type": "tool_result", "name": "shell", "ok": False,
+                               "failure": "timeout"}])
+    expect(page.locator("#feed-count")).to_contain_text("of the run's 3 stored records.")
+    expect(page.locator("#feed-agent option[value='agent-7']")).to_have_count(1)
+    expect(page.locator("#feed-failure")).to_be_visible()
+    page.select_option("#feed-agent", "agent-7")  # the replaced list still applies a choice
+    page.wait_for_url(lambda url: "agent=agent-7" in url)
+    wait_rows(page, 2)
+    assert {agent for _, agent, _ in rendered(page)} == {"agent-7"}

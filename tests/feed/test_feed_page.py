@@ -1,4 +1,5 @@
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from runs.ingest.writer import append
@@ -24,7 +25,8 @@ def test_feed_page_carries_its_filter_to_the_socket_and_the_pages_of_rows(viewer
     assert '<option value="agent-1" selected>agent-1</option>' in html
     assert 'value="a &lt;b&gt;"' in html and 'name="failed" value="1" checked' in html
     assert 'aria-current="page">Feed</a>' in html
-    assert 'id="feed-failure"' not in html  # the run failed nothing: no class to offer
+    # The run failed nothing: no class to offer yet (the list is there for a live run's first).
+    assert 'title="a failed result\'s class; unclassified: it named none" hidden>Failure class' in html
     assert 'id="feed-rows" class="feed-rows" aria-live="polite"></div>' in html  # the script fills it
 
 
@@ -57,3 +59,22 @@ def test_a_run_of_more_agents_than_a_list_holds_takes_a_typed_agent_id(viewer_cl
 
 def test_unknown_run_is_404(viewer_client):
     assert viewer_client.get(reverse("runs:feed", args=[424242])).status_code == 404
+
+
+def test_the_controls_follow_the_run_as_it_grows(viewer_client):
+    """A live run's page reads its controls again as the run moves (feed.js): agents, operations and
+    failure classes that arrived after it opened, and the footer's counts."""
+    run = Run.objects.create(name="growing")
+    url = reverse("runs:feed_controls", args=[run.pk]) + "?agent=a%3Cb"
+    assert Client().get(url).status_code == 302  # a login first
+    before = viewer_client.get(url).content.decode()
+    assert "of the run's 0 stored records" in before and '<option value="any-agent' not in before
+    append(run, [{"agentId": "<b>new</b>", "type": "turn_started"},
+                 {"agentId": "<b>new</b>", "type": "tool_call", "name": "shell", "args": {}},
+                 {"agentId": "<b>new</b>", "type": "tool_result", "name": "shell", "ok": False, "failure": "timeout"}])
+    html = viewer_client.get(url).content.decode()
+    assert '<option value="&lt;b&gt;new&lt;/b&gt;">&lt;b&gt;new&lt;/b&gt;</option>' in html
+    assert '<datalist id="feed-ops"><option value="shell"></datalist>' in html
+    assert '<option value="timeout">timeout</option>' in html
+    assert "Rows stand for at most 3 of the run's 3 stored records." in html
+    assert "<b>" not in html
