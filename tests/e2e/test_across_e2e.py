@@ -70,3 +70,16 @@ def test_delete_asks_first_and_keeping_deletes_nothing(page, console_server, cor
     page.wait_for_url(lambda url: "q=across-mock" in url)
     assert page.locator("#run-table tbody tr[data-run]").count() == 1
     assert page.errors == [], page.errors
+
+
+def test_a_long_name_without_a_break_stays_within_the_screen(page, console_server, corpus):
+    """A 200-character run name with no break in it made the runs list 3,045 px wide at 1,400."""
+    name = "LongRunName" * 18 + "xx"
+    console_server.manage("ingest", STREAMS / "multi_agent.ndjson", "--run", name)
+    pk = console_server.manage("shell", "-c", f"from runs.models import Run; print(Run.objects.get(name={name!r}).pk)")
+    pk = int(pk.stdout.strip().splitlines()[-1])
+    for path in ("/", f"/runs/{pk}/", f"/runs/compare/?a={pk}&b={pk}", "/analysis/?group=prefix"):
+        page.goto(console_server.url + path)
+        wide = page.evaluate("""() => Array.from(document.querySelectorAll('body *'))
+            .filter(e => e.getBoundingClientRect().right > 1400).map(e => e.tagName + ' ' + e.className)""")
+        assert wide == [], path
