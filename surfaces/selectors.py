@@ -21,8 +21,13 @@ def reference(language):
                         "import_line": arm.import_line(module.id), "rows": rows})
     tool_families = [{"label": label, "tools": [t for t in TOOLS if t.family == family]}
                      for family, label in FAMILY_LABELS.items()]
-    endings = [{"ending": ending, "spellings": [arm.spell(op_id) for op_id in ending.operations]}
-               for ending in ENDINGS.values()]
+    # An ending tool's anchor (#tool-finish, where the pages link a call of it) is its first row here.
+    endings, anchored = [], {t.name for t in TOOLS}
+    for ending in ENDINGS.values():
+        tools = [{"name": name, "anchor": name not in anchored} for name in ending.tools]
+        anchored.update(ending.tools)
+        endings.append({"ending": ending, "tools": tools,
+                        "spellings": [arm.spell(op_id) for op_id in ending.operations]})
     return {
         "arm": arm,
         "arms": [ARMS[lang] for lang in LANGUAGES],

@@ -55,7 +55,7 @@ def test_modules_in_order_with_briefs_tools_and_endings(viewer_client):
     for tool in TOOLS:
         assert f'id="tool-{tool.name}"' in page
     review = re.search(r'<tr id="ending-review">(.*?)</tr>', page, re.S).group(1)
-    assert "<code>approve</code>, <code>request_changes</code>" in review
+    assert '<code id="tool-approve">approve</code>, <code id="tool-request_changes">request_changes</code>' in review
     assert "gg.session.Session.approve" in review and "gg.session.Session.requestChanges" in review
     assert "gg.board.Board.IssueCreated#await" in page  # the receiver alias, spelled Java's way
 
@@ -78,3 +78,14 @@ def test_unknown_arm_is_a_clear_404_listing_the_arms(viewer_client):
     assert "&lt;go&gt;" in body and "<go>" not in body
     for language in LANGUAGES:
         assert f"?lang={language}" in body
+
+
+@pytest.mark.django_db
+def test_every_tool_the_engine_calls_has_the_anchor_its_calls_link_to(viewer_client):
+    """A call row links its tool to #tool-<name>: the ending tools (finish, approve, request_changes)
+    had no such anchor, 29 dead links on the demos' agent pages."""
+    from runs.engine import toolcalls
+
+    page = viewer_client.get(URL).content.decode()
+    names = {*toolcalls.TOOLS, *toolcalls.ENDING_TOOLS, *toolcalls.DELEGATION, "wait_for_issue"}
+    assert sorted(n for n in names if page.count(f'id="tool-{n}"') != 1) == []
