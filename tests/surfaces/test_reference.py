@@ -6,6 +6,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from runs.engine import toolcalls
 from surfaces.arms import ARMS, LANGUAGES, spell
 from surfaces.catalogue import MODULES, OPERATIONS, TOOLS
 from surfaces.signatures import signature
@@ -84,8 +85,6 @@ def test_unknown_arm_is_a_clear_404_listing_the_arms(viewer_client):
 def test_every_tool_the_engine_calls_has_the_anchor_its_calls_link_to(viewer_client):
     """A call row links its tool to #tool-<name>: the ending tools (finish, approve, request_changes)
     had no such anchor, 29 dead links on the demos' agent pages."""
-    from runs.engine import toolcalls
-
     page = viewer_client.get(URL).content.decode()
     names = {*toolcalls.TOOLS, *toolcalls.ENDING_TOOLS, *toolcalls.DELEGATION, "wait_for_issue"}
     assert sorted(n for n in names if page.count(f'id="tool-{n}"') != 1) == []
