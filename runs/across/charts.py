@@ -28,7 +28,7 @@ def bars(groups: list[dict], key: str, title: str, unit: str) -> dict | None:
     rows = [{"label": g["group"], "y": i * ROW, "value": v, "width": (v or 0) * span / peak}
             for i, (g, v) in enumerate(zip(groups, values))]
     return {"kind": "bars", "title": title, "unit": unit, "rows": rows, "height": len(rows) * ROW,
-            "width": WIDTH, "label_width": LABEL, "key": key}
+            "width": WIDTH, "label_width": LABEL, "key": key, "peak": peak}
 
 
 def boxes(groups: list[dict], key: str, title: str, unit: str) -> dict | None:

@@ -71,7 +71,12 @@ def total(mapping):
 
 @register.filter
 def percent(value):
-    """A rate: 0.125 -> "12.5%", 0 -> "0%", 1 -> "100%"; None -> "—"."""
+    """A rate: 0.125 -> "12.5%", 0 -> "0%", 1 -> "100%", 0.000335 -> "0.034%" (not "0.0%", which
+    read as none beside a bar); None -> "—"."""
     if not isinstance(value, (int, float)):
         return "—"
-    return f"{value * 100:.0f}%" if value in (0, 1) else f"{value * 100:.1f}%"
+    if value in (0, 1):
+        return f"{value * 100:.0f}%"
+    if 0 < value * 100 < 0.1:
+        return f"{value * 100:.2g}%" if value * 100 >= 0.001 else "<0.001%"
+    return f"{value * 100:.1f}%"

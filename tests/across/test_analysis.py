@@ -120,3 +120,19 @@ def test_queries_do_not_grow_with_runs(viewer_client, corpus):
     for i in range(5):
         import_stream(STREAMS / "multi_agent.ndjson", f"more-{i}")
     assert count() == few <= 8
+
+
+def test_a_rate_too_small_for_a_tenth_of_a_percent_is_not_read_as_none(viewer_client):
+    """1 error turn in 2,987 read "0.0%" beside a full-width bar (the only group with any)."""
+    run = Run.objects.create(name="rare-errors")
+    turns = []
+    for n in range(1, 2988):
+        outcome = {"outcome": "error", "error": "model_api", "errorType": "model_error"} if n == 2987 else \
+            {"outcome": "progressed"}
+        turns += [{"agentId": "root", "type": "turn_started"},
+                  {"agentId": "root", "type": "turn_outcome", "turns": n, "consecutiveErrors": 0, **outcome}]
+    ingest.append(run, turns)
+    html = viewer_client.get(reverse("runs:analysis"), {"group": "mode"}).content.decode()
+    chart = html[html.index('data-chart="errorTurnRate"'):]
+    chart = chart[:chart.index("</figure>")]
+    assert "scale 0 – 0.033%" in chart and ">0.033%</text>" in chart
