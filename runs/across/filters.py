@@ -105,13 +105,15 @@ def _midnight(day: str) -> datetime:
 
 
 def _status_q(statuses) -> Q:
+    """`stale` and `running` split the running runs as the list's badges and the run header read them
+    (`runs.ingest.facts.stale_since`): `running` offered stale ones too, badged "stale"."""
+    before = run_facts.stale_before()
+    quiet = Q(facts__last_event_at__lt=before) | Q(facts__last_event_at__isnull=True, created_at__lt=before)
+    heard = Q(facts__last_event_at__gte=before) | Q(facts__last_event_at__isnull=True, created_at__gte=before)
     q = Q()
     for s in statuses:
-        if s == "stale":
-            # As the list and the run header read it (`runs.ingest.facts.stale_since`).
-            before = run_facts.stale_before()
-            q |= Q(status=Run.Status.RUNNING) & (Q(facts__last_event_at__lt=before)
-                                                 | Q(facts__last_event_at__isnull=True, created_at__lt=before))
+        if s in ("stale", Run.Status.RUNNING):
+            q |= Q(status=Run.Status.RUNNING) & (quiet if s == "stale" else heard)
         else:
             q |= Q(status=s)
     return q

@@ -87,10 +87,11 @@ def test_stale_is_a_running_run_nothing_wrote_to_for_a_while_as_its_header_says(
     services.run_set_status(run, Run.Status.RUNNING, ended_at=None)  # a stream that stopped without session_ended
     assert listed(viewer_client, status="stale") == []
     RunFacts.objects.filter(run=run).update(last_event_at=timezone.now() - timedelta(seconds=599))
-    assert listed(viewer_client, status="stale") == []
+    assert listed(viewer_client, status="stale") == [] and "multi-lang" in listed(viewer_client, status="running")
     since = timezone.now() - timedelta(hours=1)
     RunFacts.objects.filter(run=run).update(last_event_at=since)
     assert listed(viewer_client, status="stale") == ["multi-lang"]
+    assert "multi-lang" not in listed(viewer_client, status="running")  # the badge says stale, not running
     html = viewer_client.get(reverse("runs:list"), {"status": "stale"}).content.decode()
     row = html.split('data-run="multi-lang"')[1].split("</tr>")[0]
     assert ">stale</span>" in row and f"no record since {since:%Y-%m-%d %H:%M:%S} UTC" in row
