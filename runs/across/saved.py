@@ -22,8 +22,10 @@ def clean_query(query: str) -> str:
 
 
 def page_url(kind: str, query: str) -> str:
+    """The page of a view of `kind` with `query`; one too long to save opens without it (a redirect
+    of 100,000 characters was a 400 under the message saying why nothing was saved)."""
     page = PAGES.get(kind, "runs:list")
-    query = clean_query(query)
+    query = clean_query(query) if len(query) <= QUERY_MAX else ""
     return reverse(page) + (f"?{query}" if query else "")
 
 
