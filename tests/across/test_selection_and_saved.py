@@ -114,8 +114,8 @@ def test_a_saved_view_needs_a_name_and_a_known_kind(operator_client):
 
 def test_a_query_too_long_to_save_says_so_on_its_page(operator_client):
     """The answer was a redirect of 100,000 characters: a 400 under the message saying why."""
-    answer = operator_client.post(reverse("runs:view_save"), {"name": "v", "kind": "list", "query": "?q=" + "a" * 100_000},
-                                  follow=True)
+    form = {"name": "v", "kind": "list", "query": "?q=" + "a" * 100_000}
+    answer = operator_client.post(reverse("runs:view_save"), form, follow=True)
     assert answer.status_code == 200 and answer.redirect_chain == [(reverse("runs:list"), 302)]
     assert "too long to save" in answer.content.decode() and not SavedView.objects.exists()
 
