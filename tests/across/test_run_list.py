@@ -252,3 +252,10 @@ def test_migrating_a_database_from_before_run_facts_folds_them_without_a_command
     assert RunFacts.objects.filter(run=run).values_list("refusals", flat=True).get() == 0 < want["refusals"]
     call_command("rebuild_projections", stale=True, verbosity=0)
     assert RunFacts.objects.filter(run=run).values(*fields).get() == want
+
+
+def test_the_words_beside_the_title_say_which_they_are(viewer_client):
+    """Two bare "?" beside "Runs" led to two glossary entries with nothing to say which was which."""
+    html = viewer_client.get(reverse("runs:list")).content.decode()
+    assert html.count('<span class="term-named">') == 2
+    assert '<span class="term-named">divergence<a class="term" href="/glossary/#divergence"' in html
