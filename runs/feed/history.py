@@ -248,7 +248,8 @@ def jump_seq(run_pk, *, turn=None, time=None, agent=""):
 
 
 # What the jump box sends as a time (static/js/feed.js): a clock time on the run's first day, or a stamp.
-_TIME = re.compile(r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?|\d{4}-\d{2}-\d{2}T[\d:.]*(Z|[+-]\d{2}:\d{2})?")
+_CLOCK = r"([01]?\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?"  # 25:00 is no time (it read "no record at or after")
+_TIME = re.compile(rf"{_CLOCK}|\d{{4}}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T{_CLOCK}(Z|[+-]\d{{2}}:\d{{2}})?")
 
 
 def _stamp(run_pk, time):

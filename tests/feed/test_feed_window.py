@@ -171,8 +171,9 @@ def test_the_rows_endpoint_pages_jumps_and_refuses_nonsense(viewer_client, run):
     assert viewer_client.get(url, {"before": "x"}).status_code == 400
     assert viewer_client.get(url, {"turn": 999}).json()["error"] == "This run has no turn 999."
     assert viewer_client.get(url, {"time": "23:00"}).json()["error"] == "This run has no record at or after '23:00'."
-    garbage = viewer_client.get(url, {"time": "garbage"})
-    assert garbage.status_code == 400 and garbage.json()["error"].startswith("A time is HH:MM[:SS]")
+    for garbage in ("garbage", "25:00", "12:60", "2026-13-01T00:00Z"):  # not "no record at or after 25:00"
+        answer = viewer_client.get(url, {"time": garbage})
+        assert answer.status_code == 400 and answer.json()["error"].startswith("A time is HH:MM[:SS]"), garbage
     assert viewer_client.get(reverse("runs:feed_rows", args=[999999])).status_code == 404
 
 
