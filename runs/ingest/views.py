@@ -9,12 +9,14 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs.access import may_delete_runs, may_end_runs, run_or_404
+from runs.access import may_delete_runs, may_end_runs, return_path, run_or_404
 from runs.ingest import deletion, services, writer
 from runs.ingest.forms import ImportForm
 from runs.models import Run
+from runs.pages.common import confirm_page
 from runs.ingest import stored
 
 REJECTIONS_LISTED = 1000  # rows of the upload form's rejected-lines table
@@ -65,11 +67,18 @@ def run_mark_ended(request, pk):
     if not may_end_runs(request.user):
         raise PermissionDenied("Marking a run ended needs the runs.add_run permission.")
     run = run_or_404(pk)
+    target = return_path(request, request.POST.get("next", ""), reverse("runs:feed", args=[pk]))
+    if request.POST.get("confirm") != "yes":
+        return confirm_page(request, f"Mark {run.name} ended?", [
+            "It reads interrupted from now on, marked ended by you: no session_ended has arrived, and nothing "
+            "else will end it. Nothing it recorded is lost, records sent after are still stored, and it cannot "
+            "be made live again."],
+            reverse("runs:mark_ended", args=[pk]), "Mark it ended", target, "Leave it live", hidden=[("next", target)])
     if services.run_mark_ended(run, by=request.user.get_username()):
         messages.info(request, f"{run.name} marked ended.")
     else:
         messages.info(request, f"{run.name} has already ended ({run.status}).")
-    return redirect("runs:feed", pk)
+    return redirect(target)
 
 
 @require_GET

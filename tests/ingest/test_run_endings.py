@@ -98,6 +98,20 @@ def test_mark_ended_ends_an_imported_stream_once(operator):
     assert not services.run_mark_ended(run, by="operator")
 
 
+def test_marking_a_run_ended_asks_first(operator_client):
+    """One click ended anyone's live stream, where Cancel and Delete asked first."""
+    run = Run.objects.create(name="pushed", source=Run.Source.API)
+    append(run, [{"type": "session_started"}])
+    url = reverse("runs:mark_ended", args=[run.pk])
+    asked = operator_client.post(url, {"next": f"/runs/{run.pk}/agents/"}).content.decode()
+    run.refresh_from_db()
+    assert run.status == "running" and "Mark pushed ended?" in asked and 'name="confirm" value="yes"' in asked
+    done = operator_client.post(url, {"confirm": "yes", "next": f"/runs/{run.pk}/agents/"})
+    run.refresh_from_db()
+    assert done["Location"] == f"/runs/{run.pk}/agents/" and run.status == "interrupted"
+    assert append(run, [{"type": "log", "level": "info", "message": "late"}]).stored == 1  # as the page says
+
+
 def test_the_sweep_says_why_a_run_was_interrupted():
     run = Run.objects.create(name="engine", source=Run.Source.ENGINE, status="running")
     on_gg = Run.objects.create(name="gg", source=Run.Source.GG, status="queued")  # the gg binary's run too
