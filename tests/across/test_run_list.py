@@ -94,12 +94,12 @@ def test_stale_is_a_running_run_nothing_wrote_to_for_a_while_as_its_header_says(
     assert "multi-lang" not in listed(viewer_client, status="running")  # the badge says stale, not running
     html = viewer_client.get(reverse("runs:list"), {"status": "stale"}).content.decode()
     row = html.split('data-run="multi-lang"')[1].split("</tr>")[0]
-    assert ">stale</span>" in row and f"no record since {since:%Y-%m-%d %H:%M:%S} UTC" in row
+    assert ">stale</span>" in row and f"nothing received since {since:%Y-%m-%d %H:%M:%S} UTC" in row
     assert ">running</span>" not in row
     # The run's own header reads the same (its last record's arrival is the facts' stamp).
     Event.objects.filter(run=run).update(received_at=since)
     header = viewer_client.get(reverse("runs:header", args=[run.pk])).content.decode()
-    assert ">stale</span>" in header and f"no record since {since:%Y-%m-%d %H:%M:%S} UTC" in header
+    assert ">stale</span>" in header and f"nothing received since {since:%Y-%m-%d %H:%M:%S} UTC" in header
     # So does a comparison, on its page and in its JSON (whose status is the stored one still).
     page = viewer_client.get(reverse("runs:compare"), {"a": run.pk, "b": run.pk}).content.decode()
     assert all(">stale</span>" in page.split(f'id="side-{side}"')[1].split("</td>")[0] for side in "ab")
