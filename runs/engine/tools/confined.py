@@ -74,7 +74,6 @@ class Limits:
                 f"--as={self.memory_bytes}", f"--nofile={self.open_files}", "--"]
 
 
-@dataclass
 class DiskWatch:
     """Stops a command whose workspace outgrows its limits. RLIMIT_FSIZE holds each file to what
     the quota has left, but N files would pass it N times, and empty files take no bytes but an
