@@ -84,7 +84,7 @@ def test_a_compiler_error_keeps_only_the_first_few_diagnostics(tmp_path):
 
 def test_a_compiler_that_could_not_start_is_a_notice_and_an_operator_error(tmp_path, monkeypatch):
     monkeypatch.setattr(ts_compiler, "WORKER", tmp_path / "missing-compiler.js")
-    monkeypatch.setattr(ts_compiler, "_COMPILERS", {})
+    monkeypatch.setattr(ts_compiler, "_POOLS", {})
     result = run(ts(tmp_path), 'import * as gg from "gg";\ngg.views.openText("a", "b");')
     assert result.outcome.model_messages == [("Notice", "Your program was not run: the TypeScript compiler could not "
                                               "finish. Nothing about the program was rejected; write it again.")]
@@ -110,6 +110,18 @@ def test_the_compiler_stays_warm_across_programs(tmp_path):
         assert compiler.starts == 1
     finally:
         compiler.close()
+
+
+def test_a_compile_holding_one_worker_holds_up_no_other(tmp_path):
+    """One worker, serialised, made every TypeScript agent of the server wait behind a program the
+    checker was slow on (up to 30 s); a second compile now takes the other worker."""
+    pool = ts_compiler.get_compiler(typescript.declarations_path(tmp_path))
+    busy = pool.free.get()  # as a compile in progress holds it
+    try:
+        assert pool.compile("program.ts", "const a: number = 1;")["ok"]
+    finally:
+        pool.free.put(busy)
+        pool.close()
 
 
 def test_the_deadline_stops_a_program(tmp_path):

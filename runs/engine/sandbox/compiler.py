@@ -1,5 +1,7 @@
-"""The TypeScript arm's warm compiler: one long-lived Node worker (surfaces/sdk_ts/compiler.js)
-per gg process, started on first use and reused, so type-checking a program costs no Node start-up.
+"""The TypeScript arm's warm compilers: long-lived Node workers (surfaces/sdk_ts/compiler.js), at
+most COMPILERS per gg process, each started on first need and reused, so type-checking a program
+costs no Node start-up, and a program the checker is slow on holds up one worker, not every
+TypeScript agent of the server.
 
 A worker that crashed, hung past COMPILE_TIMEOUT_SECS or could not start is a ToolchainError —
 the program was not read, so it is not the program's fault (seeds/004 "Toolchain failures"); the
@@ -9,6 +11,7 @@ next compile starts a fresh worker.
 import collections
 import json
 import os
+import queue
 import select
 import shutil
 import subprocess
@@ -20,6 +23,7 @@ REPO = Path(__file__).resolve().parents[3]
 WORKER = REPO / "surfaces" / "sdk_ts" / "compiler.js"
 COMPILE_TIMEOUT_SECS = 30  # a checker that runs longer than this is stuck, whatever the program
 WORKER_HEAP_MB = 512
+COMPILERS = 2  # workers per process: one per core here
 
 
 class ToolchainError(Exception):
@@ -99,14 +103,39 @@ class Compiler:
                 self.process = None
 
 
-_COMPILERS = {}
+class CompilerPool:
+    """The process's compilers for one set of declarations: a compile takes whichever is free (the
+    one used last first, so a second Node starts only when two compiles overlap)."""
+
+    def __init__(self, declarations, size=COMPILERS):
+        self.free = queue.LifoQueue()
+        for _ in range(size):
+            self.free.put(Compiler(declarations))
+
+    def compile(self, file, source, lib_keys=()):
+        compiler = self.free.get()
+        try:
+            return compiler.compile(file, source, lib_keys)
+        finally:
+            self.free.put(compiler)
+
+    @property
+    def starts(self):
+        return sum(c.starts for c in self.free.queue)
+
+    def close(self):
+        for compiler in list(self.free.queue):
+            compiler.close()
+
+
+_POOLS = {}
 _LOCK = threading.Lock()
 
 
 def get_compiler(declarations):
-    """The process's warm compiler for these declarations (one worker, started on first compile)."""
+    """The process's pool of warm compilers for these declarations (each worker started on first need)."""
     with _LOCK:
-        compiler = _COMPILERS.get(str(declarations))
-        if compiler is None:
-            compiler = _COMPILERS[str(declarations)] = Compiler(declarations)
-        return compiler
+        pool = _POOLS.get(str(declarations))
+        if pool is None:
+            pool = _POOLS[str(declarations)] = CompilerPool(declarations)
+        return pool
