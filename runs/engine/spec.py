@@ -5,7 +5,7 @@ The format is gg's capability set (spec/console.md §3, camelCase field names) p
 needs beside it::
 
     {
-      "task": "What the root agent is asked to do.",             # required: the prompt
+      "task": "What the root agent is asked to do.",             # required: the prompt (at most 256 KiB)
       "agents": [                                                 # profiles; agents[0] is the root
         {
           "slug": "coder",                                        # lowercase words joined by -
@@ -81,6 +81,8 @@ LIMIT_FIELDS = {"maxTurns": 1, "maxRuntimeSecs": 1, "maxParallel": 1, "maxConsec
                 "modelRetryMaxDelaySecs": 0, "modelStreamIdleSecs": 1, "providerCacheMissLimit": 0}
 DEFAULT_MAX_PARALLEL = 4
 MAX_UINT64 = 2**64 - 1  # gg's whole numbers (limits, params, a hook's timeout) are uint64 in its schema
+# The task is the root's first context_message: a 5 MiB one was over the write path's 1 MiB line and lost.
+MAX_TASK_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,7 @@ def _memory(method):
         elif method == "delete":
             revision = store.delete(_arg(args, "name"))
         else:
-            memory = {"name": _arg(args, "name"), "description": args.get("description", ""),
+            memory = {"name": _arg(args, "name"), "description": _arg(args, "description", str, False) or "",
                       "body": _arg(args, "body")}
             revision = getattr(store, method)(memory)
         ctx.emit("memory_revision", **revision)

@@ -69,6 +69,10 @@ def duplicate_slugs(f):
     add_worker(f, 1, "root")
 
 
+def task_over_the_bound(f):
+    f["task"] = ["t" * (5 * 1024 * 1024)]  # its context_message was over the write path's 1 MiB line
+
+
 # rule -> (the input the error must sit beside, words of its message)
 RULES = {
     unknown_operation: ("agents.0.allowlist", "unknown operation 'files.teleport'"),
@@ -80,6 +84,7 @@ RULES = {
     roster_entry_without_scope: ("agents.0.subagents.0.scopes", "a roster entry needs at least one scope"),
     fsm_edge_to_missing_state: ("agents.1.states.0.transitions.0.to", "no state named 'nowhere'"),
     duplicate_slugs: ("agents.1.slug", "duplicate slug 'root'"),
+    task_over_the_bound: ("task", "the task is at most 256 KiB (5,242,880 bytes given)"),
 }
 
 
@@ -141,6 +146,7 @@ def test_every_rule_at_once_in_one_submission(operator_client, valid_fields):
     add_worker(f, 1, "root", allowlist="files.read_file")  # a duplicate slug, an operation id among tools
     add_machine(f, 2, "nowhere")
     half_error_rate_pair(f)
+    task_over_the_bound(f)
     expected = [RULES[rule] for rule in RULES if rule not in (operation_id_in_tools, duplicate_slugs,
                                                                 fsm_edge_to_missing_state)]
     expected += [("agents.1.allowlist", "'files.read_file' is an operation id"),

@@ -20,12 +20,15 @@ class ToolError(Exception):
 # goes into the stream, its parent's context and the next prompt: a program's 10 MB summary was a
 # record no stream takes (over 1 MiB) and five million tokens of prompt.
 MAX_HANDED_ON_BYTES = 64 * 1024
+# A memory's body is recorded whole in each of its revisions (`memory_revision`), and a record over the write
+# path's 1 MiB line is refused: a 3 MiB body left a store whose peak counted a memory no revision recorded.
+MAX_MEMORY_BODY_BYTES = 256 * 1024
+MAX_MEMORY_DESCRIPTION_BYTES = 4 * 1024  # every description is in each `memory_state`
 
 
-def bounded(text: str, what: str) -> str:
+def bounded(text: str, what: str, limit: int = MAX_HANDED_ON_BYTES) -> str:
     """`text`, or `limit-exceeded` naming `what` and the bound."""
     size = len(text.encode(errors="replace"))
-    if size > MAX_HANDED_ON_BYTES:
-        raise ToolError("limit-exceeded", f"{what} is at most {MAX_HANDED_ON_BYTES // 1024} KiB "
-                                          f"({size:,} bytes given)")
+    if size > limit:
+        raise ToolError("limit-exceeded", f"{what} is at most {limit // 1024} KiB ({size:,} bytes given)")
     return text

@@ -7,7 +7,7 @@ the engine decides which agents hold which store.
 
 import re
 
-from runs.engine.tools.errors import ToolError
+from runs.engine.tools.errors import MAX_MEMORY_BODY_BYTES, MAX_MEMORY_DESCRIPTION_BYTES, ToolError, bounded
 
 
 def _lines(text):
@@ -38,6 +38,8 @@ class MemoryStore:
     def _check(self, name, description, body):
         if not name or not name.strip():
             raise ToolError("invalid-argument", "a memory needs a name")
+        bounded(body, "a memory's body", MAX_MEMORY_BODY_BYTES)
+        bounded(description, "a memory's description", MAX_MEMORY_DESCRIPTION_BYTES)
         if self.max_len_per_memory and len(body) > self.max_len_per_memory:
             raise ToolError("limit-exceeded", f"the body is over {self.max_len_per_memory} characters")
         if self.max_len_description and len(description) > self.max_len_description:
