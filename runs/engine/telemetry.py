@@ -4,15 +4,62 @@ Records are buffered and flushed at the points a live reader needs them (each in
 opening, each turn's close, the epilogue) and on the way out of a failure, so everything already
 emitted reaches the database, a flush that failed included. A launched run is therefore stored
 exactly like an imported one.
+
+Every record fits the write path's line (1 MiB of compact JSON): model- and operator-sized text is
+bounded where they are told (a memory's body, the task, a finish summary), and what still comes
+over it (a reply's 2 MB `write_file` contents in its `tool_call`) has its longest strings shortened,
+saying so in a `warn` log, rather than being stored as a rejected line the run's log is missing.
 """
 
+import json
 from datetime import datetime, timezone
 
 from runs.ingest import writer as ingest
 
+KEPT_CHARS = 1024  # a shortened string keeps at least this much; ids, names and enum words are never cut
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # as the write path stores a record
+
 
 def now_rfc3339():
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _size(text):
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _strings(value, path=""):
+    """(path, container, key) of each string value under `value`."""
+    pairs = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in pairs:
+        where = f"{path}.{key}".lstrip(".") if isinstance(value, dict) else f"{path}[{key}]"
+        if isinstance(item, str):
+            yield where, value, key
+        elif isinstance(item, (dict, list)):
+            yield from _strings(item, where)
+
+
+def fit(record, limit=ingest.MAX_LINE_BYTES):
+    """(record, cuts): `record` within `limit` bytes, its longest strings shortened (in a copy: the
+    engine's own values stay whole), cuts [(path, characters, kept)]; record None when cutting
+    strings cannot bring it within (a list of a million short strings)."""
+    try:
+        text = _ENCODER.encode(record)
+    except (TypeError, ValueError, RecursionError):
+        return record, []  # not JSON: the write path says so, as a rejected line
+    size = _size(text)
+    if size <= limit:
+        return record, []
+    record, cuts = json.loads(text), []
+    for where, holder, key in sorted(_strings(record), key=lambda s: -len(s[1][s[2]])):
+        value = holder[key]
+        if size <= limit or len(value) <= 2 * KEPT_CHARS:
+            break
+        keep = max(KEPT_CHARS, len(value) - (size - limit) - 64)  # each character cut is a byte or more
+        holder[key] = value[:keep] + f"… [{len(value) - keep:,} characters not recorded]"
+        size -= _size(_ENCODER.encode(value)) - _size(_ENCODER.encode(holder[key]))
+        cuts.append((where, len(value), keep))
+    return (record if size <= limit else None), cuts
 
 
 class Telemetry:
@@ -26,6 +73,19 @@ class Telemetry:
     def emit(self, type_, agent=None, **fields):
         """One gg record: the envelope (timestamp, sessionId, agentId, parentAgentId, issueId)
         beside the type's own fields. Optional fields are omitted rather than written as null."""
+        record, cuts = fit(self._stamp(type_, agent, fields))
+        if record is None:
+            record = self._stamp("log", agent, {"level": "error", "message": f"a {type_} record was over the write "
+                                                "path's 1 MiB line however its strings were cut; it was not recorded"})
+        self._keep(record)
+        if cuts:
+            shown = ", ".join(f"{where} from {chars:,} to {kept:,} characters" for where, chars, kept in cuts[:5])
+            more = f" and {len(cuts) - 5} more string(s)" if len(cuts) > 5 else ""
+            self._keep(self._stamp("log", agent, {"level": "warn", "message": f"the {type_} record was over the "
+                                                  f"write path's 1 MiB line; shortened: {shown}{more}"}))
+        return record
+
+    def _stamp(self, type_, agent, fields):
         record = {"timestamp": now_rfc3339(), "sessionId": self.session_id}
         if agent is not None:
             record["agentId"] = agent.id
@@ -35,9 +95,11 @@ class Telemetry:
                 record["issueId"] = agent.issue_id
         record["type"] = type_
         record.update({key: value for key, value in fields.items() if value is not None})
+        return record
+
+    def _keep(self, record):
         self.buffer.append(record)
         self.emitted.append(record)
-        return record
 
     def flush(self):
         # Records leave the buffer only once stored: a write that fails (the database locked past its
