@@ -132,6 +132,7 @@ def run(engine, agent, reply):
                                         toolCallId=call.id))
             continue
         agent.window.append(message("tool", messages.receipt(), "tool_output", toolCallId=call.id))
+        engine.telemetry.flush()  # stored before the program runs, for as long as it runs
         outcome = run_program(ctx, source)
         _run_on_use(engine, agent, ctx)
         engine.code_executions += 1
@@ -184,6 +185,7 @@ def _run_on_use(engine, agent, ctx):
     queue, ctx.on_use_queue = ctx.on_use_queue, []
     for kind, name, source in queue:
         ctx.on_use_script = True
+        engine.telemetry.flush()
         try:
             outcome = run_program(ctx, source)
         finally:

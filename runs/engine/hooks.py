@@ -196,6 +196,7 @@ class Hooks:
             command = (f"printf '%s' {shlex.quote(source)} > /tmp/gg-hook && chmod +x /tmp/gg-hook && "
                        f"{runner} {shlex.quote(json.dumps(body))}")
             timeout = SCRIPT_TIMEOUT_SECS
+        self.engine.telemetry.flush(quiet=True)
         try:
             result = run_confined(command, workspace.root, timeout, interrupt=workspace.interrupt)
         except ConfinementUnavailable as exc:
@@ -280,6 +281,7 @@ class HookedWorkspace:
             self._workspace.edit_file(path, old_string, new_string)
 
     def shell(self, command, timeout_secs=None, **kwargs):
+        self._agent.engine.telemetry.flush(quiet=True)  # the call is on the page while the command runs
         self._hooks.pre("pre-shell", self._agent, command=command)
         result, record = self._workspace.shell(command, timeout_secs, **kwargs)
         self._hooks.post("post-shell", self._agent, command=command, exitCode=record["exitCode"],

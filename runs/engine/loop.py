@@ -257,6 +257,7 @@ class Engine(Delegator):
             tools, force = [{"name": name, "description": name.replace("_", " "),
                              "parameters": toolcalls.schema(name)} for name in offered], None
         request = Request(agent.id, agent.profile.slug, agent.profile.model_id, _chat(request_msgs), tools, force)
+        self.telemetry.flush()  # the turn so far is on the page while the model answers
         t1 = time.monotonic()
         try:
             reply = self.provider.complete(request)
@@ -350,7 +351,6 @@ class Engine(Delegator):
         t3 = time.monotonic()
         agent.emit("turn_timing", promptMs=int((t1 - t0) * 1000), requestMs=int((t2 - t1) * 1000),
                    responseMs=int((t3 - t2) * 1000))
-        self.telemetry.flush()
 
     def _ceilings(self, agent):
         limits = self.spec.limits

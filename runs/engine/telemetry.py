@@ -1,9 +1,11 @@
 """Stamping gg envelopes and sending them through `runs.ingest.writer.append`, the one write path.
 
-Records are buffered and flushed at the points a live reader needs them (each incarnation's
-opening, each turn's close, the epilogue) and on the way out of a failure, so everything already
-emitted reaches the database, a flush that failed included. A launched run is therefore stored
-exactly like an imported one.
+Records are buffered, a write path's chunk at a time, and flushed before anything that can take
+long (each model call, each program, each shell command or hook, an incarnation's opening, the
+epilogue), half a second after the last flush at the latest while records keep coming, and on the
+way out of a failure: everything already emitted reaches the database, a flush that failed
+included, and a live reader sees a turn while it runs. A launched run is therefore stored exactly
+like an imported one.
 
 Every record fits the write path's line (1 MiB of compact JSON): model- and operator-sized text is
 bounded where they are told (a memory's body, the task, a finish summary), and what still comes
@@ -12,10 +14,15 @@ saying so in a `warn` log, rather than being stored as a rejected line the run's
 """
 
 import json
+import logging
+import time
 from datetime import datetime, timezone
 
 from runs.ingest import writer as ingest
 
+log = logging.getLogger(__name__)
+
+FLUSH_SECS = 0.5  # the longest a record waits while others keep coming (the feed's row lag budget is 1 s)
 KEPT_CHARS = 1024  # a shortened string keeps at least this much; ids, names and enum words are never cut
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # as the write path stores a record
 
@@ -32,7 +39,7 @@ def _strings(value, path=""):
     """(path, container, key) of each string value under `value`."""
     pairs = value.items() if isinstance(value, dict) else enumerate(value)
     for key, item in pairs:
-        where = f"{path}.{key}".lstrip(".") if isinstance(value, dict) else f"{path}[{key}]"
+        where = f"{path}.{key}".removeprefix(".") if isinstance(value, dict) else f"{path}[{key}]"
         if isinstance(item, str):
             yield where, value, key
         elif isinstance(item, (dict, list)):
@@ -63,10 +70,13 @@ def fit(record, limit=ingest.MAX_LINE_BYTES):
 
 
 class Telemetry:
+    flush_secs = FLUSH_SECS
+
     def __init__(self, run, session_id, sink=None):
         self.run = run
         self.session_id = session_id
         self.buffer = []
+        self.flushed_at = time.monotonic()
         self.emitted = []  # every record, in order (the engine's own account; tests read it)
         self.sink = sink or (lambda records: ingest.append(run, records, dedupe=False))
 
@@ -83,6 +93,10 @@ class Telemetry:
             more = f" and {len(cuts) - 5} more string(s)" if len(cuts) > 5 else ""
             self._keep(self._stamp("log", agent, {"level": "warn", "message": f"the {type_} record was over the "
                                                   f"write path's 1 MiB line; shortened: {shown}{more}"}))
+        # Each full chunk, or in time: after a failed flush the next try waits as long (a busy database's
+        # timeout is seconds), never at every record.
+        if len(self.buffer) % ingest.CHUNK_LINES == 0 or time.monotonic() - self.flushed_at >= self.flush_secs:
+            self.flush(quiet=True)
         return record
 
     def _stamp(self, type_, agent, fields):
@@ -101,11 +115,20 @@ class Telemetry:
         self.buffer.append(record)
         self.emitted.append(record)
 
-    def flush(self):
+    def flush(self, quiet=False):
+        """Store the buffered records. `quiet` inside a call (a shell, an emit): a failure is logged
+        and the records wait for the next flush, whose failure (or RunGone) the run loop meets."""
         # Records leave the buffer only once stored: a write that fails (the database locked past its
         # timeout, or restarting) keeps them for the next flush instead of dropping them. A write
         # path's chunk at a time, each stored whole or not at all, so a retry stores none twice.
-        while self.buffer:
-            records = self.buffer[:ingest.CHUNK_LINES]
-            self.sink(records)
-            del self.buffer[:len(records)]
+        self.flushed_at = time.monotonic()
+        try:
+            while self.buffer:
+                records = self.buffer[:ingest.CHUNK_LINES]
+                self.sink(records)
+                del self.buffer[:len(records)]
+        except Exception:
+            if not quiet:
+                raise
+            log.warning("run %s: %d record(s) wait for the next flush", self.session_id, len(self.buffer),
+                        exc_info=True)

@@ -1,11 +1,19 @@
-"""The engine's records fit its own write path: no record over the 1 MiB line, so none is stored as a
-rejected line — model- and operator-sized text is bounded where the model or operator can be told.
-Each run goes through the real ingest path; every stored record is validated against gg's schema."""
+"""The engine's records on their way to the database: none over the write path's 1 MiB line, so none
+is stored as a rejected line — model- and operator-sized text is bounded where the model or operator
+can be told — and each stored while its turn still runs. Each run goes through the real ingest path;
+every stored record is validated against gg's schema."""
+
+import threading
+import time
 
 import pytest
+from django.db import connection
 
+from runs.engine.runner import start_run
 from runs.engine.validation import validate_spec
+from runs.models import Run
 from tests.engine_helpers import call, code_agent, of_type, program, run_spec, schema_errors, spec, tool_agent
+from tests.launch_helpers import retry_locked
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +85,49 @@ def test_a_record_no_cut_string_brings_within_the_line_is_said_to_be_left_out(tm
     errors = [r["message"] for r in of_type(records, "log") if r["level"] == "error"]
     assert "a tool_call record was over the write path's 1 MiB line however its strings were cut; it was not " \
            "recorded" in errors
+
+
+def _start(pk, workspace):
+    try:
+        start_run(Run.objects.get(pk=pk), workspace=workspace)
+    finally:
+        connection.close()  # as a worker's thread does
+
+
+def while_running(data, tmp_path, status, end):
+    """Run `data` on a thread as a worker does; [(turns, record types)] as read from the database every
+    0.1 s until the record type `end` is stored."""
+    run = Run.objects.create(name="live", source=Run.Source.ENGINE, status=Run.Status.QUEUED, launch_spec=data)
+    worker = threading.Thread(target=_start, args=(run.pk, tmp_path / "ws"))
+    worker.start()
+    seen = []
+    while worker.is_alive():
+        types = set(retry_locked(lambda: list(run.events.values_list("type", flat=True))))
+        if end not in types:
+            retry_locked(run.refresh_from_db)
+            seen.append((run.turn_count, types))
+        time.sleep(0.1)
+    worker.join()
+    assert retry_locked(lambda: Run.objects.get(pk=run.pk).status) == status
+    assert len(seen) > 10  # it ran for seconds
+    return seen
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_is_stored_while_its_program_runs(tmp_path, guest):
+    """A program computing for its whole 3 s budget: its turn's records (stamped at its start) reached
+    the database only when it ended; meanwhile the run read "0 turns, 6 records"."""
+    budget = {"id": "responses-as-code", "enabled": True, "params": {"timeoutSecs": 3}}
+    data = spec([code_agent("coder", [budget], ["session.finish"])], {"coder": [program("while True:\n    pass")]},
+                limits={"maxTurns": 1})
+    seen = while_running(data, tmp_path, "exhausted", "code_execution")
+    assert any(turns == 1 and {"turn_started", "context_message", "prompt", "usage"} <= types
+               for turns, types in seen), seen[-1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tool_call_is_stored_while_its_shell_command_runs(tmp_path):
+    data = spec([tool_agent("coder", [{"id": "shell", "enabled": True}])],
+                {"coder": [call("shell", command="sleep 3"), call("finish", summary="done")]})
+    seen = while_running(data, tmp_path, "completed", "tool_result")
+    assert any({"prompt", "tool_call"} <= types for _, types in seen), seen[-1]
