@@ -58,10 +58,14 @@ def _sum_rollups(rows) -> tuple[dict, dict]:
 
 def run_duration(run: Run, *, last_timestamp: str | None = None):
     """ended - started; for a run without session_ended, the last stored record's stamp - started
-    (or now - started when that cannot be read). None before any timestamp."""
+    (or now - started when that cannot be read), and now - started for a live run launched here (its
+    clock is this server's, and a turn in progress stamps nothing until it stores). None before any
+    timestamp."""
     if run.started_at is None:
         return None
     end = run.ended_at
+    if end is None and run.is_live and run.source in (Run.Source.ENGINE, Run.Source.GG):
+        end = timezone.now()
     if end is None and last_timestamp:
         end = parse_timestamp(last_timestamp)
     if end is None:
