@@ -107,8 +107,11 @@ def validation_errors(hooks, where, allowed_events):
                 errors.append((f"{at}.action.cwd", "cwd is a path inside the workspace (relative, no ..)"))
             if action.get("output") is not None and action["output"] not in SHELL_OUTPUT_MODES:
                 errors.append((f"{at}.action.output", f"output is one of: {', '.join(SHELL_OUTPUT_MODES)}"))
-        elif kind == "built-in" and action.get("script") not in BUILTIN_HOOKS:
-            errors.append((f"{at}.action.script", f"{action.get('script')!r} is not a hook gg ships; one of: "
+        elif kind == "built-in" and "script" not in action:
+            errors.append((f"{at}.action.script", f"a built-in hook needs script, the name of one gg ships: "
+                           f"{', '.join(BUILTIN_HOOKS)}"))
+        elif kind == "built-in" and not (isinstance(action["script"], str) and action["script"] in BUILTIN_HOOKS):
+            errors.append((f"{at}.action.script", f"{action['script']!r} is not a hook gg ships; one of: "
                            f"{', '.join(BUILTIN_HOOKS)}"))
         elif kind == "custom" and (not isinstance(action.get("source"), str) or not action["source"].strip()):
             errors.append((f"{at}.action.source", "a custom hook needs the script's source"))

@@ -202,6 +202,9 @@ def test_refuse_empty_write_and_trace_built_ins(tmp_path):
     ([{"event": "pre-write", "action": {"type": "command", "command": "make"}}], "agents[0].hooks[0].action.timeoutSecs", "timeoutSecs"),
     ([{"event": "session-start", "action": {"type": "command", "command": "x", "timeoutSecs": 1}}], "agents[0].hooks[0].event", "on the run"),
     ([{"event": "pre-write", "action": {"type": "built-in", "script": "nope"}}], "agents[0].hooks[0].action.script", "not a hook gg ships"),
+    ([{"event": "pre-write", "action": {"type": "built-in"}}], "agents[0].hooks[0].action.script", "needs script"),
+    ([{"event": "pre-write", "action": {"type": "built-in", "script": ["trace"]}}], "agents[0].hooks[0].action.script",
+     "['trace'] is not a hook gg ships"),
     ([{"event": "pre-write", "action": {"type": "command", "command": "x", "timeoutSecs": 1, "cwd": "../up"}}], "agents[0].hooks[0].action.cwd", "inside the workspace"),
     ("nope", "agents[0].hooks", "a list"),
 ])
