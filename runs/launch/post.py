@@ -12,6 +12,11 @@ from runs.launch.fields import (CHECKLIST, FORM_PROFILE_FIELDS, FORM_TOP_LEVEL, 
 from runs.launch.starter import starter_script
 from runs.stream.record import RecordError, loads_record
 
+# int() and float() read any Unicode digit ("٣" is 3) and "1_000": a number input takes ASCII alone,
+# a whole number its digits alone (float's "nan" and "inf" are left to validate_spec to name).
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
 class PostParser:
     """One pass over a QueryDict: builds the spec, the source of every path and the conversion errors."""
 
@@ -52,11 +57,13 @@ class PostParser:
         if not text:
             return None
         try:
-            return kind(text)
-        except ValueError:
+            value = kind(text) if text.isascii() and (kind is not int or WHOLE_NUMBER.fullmatch(text)) else None
+        except ValueError:  # not a number, or past the digits int() reads
+            value = None
+        if value is None:
             self.raw[name] = text
             self.errors.append((path, "a whole number" if kind is int else "a number"))
-            return None
+        return value
 
     def json(self, name, path):
         text = self.text(name, path)

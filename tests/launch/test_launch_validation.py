@@ -166,3 +166,15 @@ def test_a_value_that_is_not_a_number_is_named_and_kept_as_typed(operator_client
     assert errors[slot("limits.maxTurns")] == ["a whole number"]
     assert errors[slot("agents.0.cap.shell.params.maxLines")] == ["a whole number"]
     assert 'value="ten"' in body and 'value="many"' in body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name, typed, expected", [
+    ("limits.maxTurns", "٣", "a whole number"),  # an Arabic-Indic three: int() reads it as 3
+    ("limits.maxTurns", "1_000", "a whole number"),
+    ("limits.maxCost", "٣.5", "a number"),
+])
+def test_a_number_is_ascii_digits_only(operator_client, valid_fields, name, typed, expected):
+    valid_fields[name] = [typed]
+    check(operator_client, valid_fields, [(name, expected)])
+    assert f'value="{typed}"' in operator_client.post(reverse("runs:new"), valid_fields).content.decode()
