@@ -23,6 +23,11 @@ from runs.pages.common import confirm_page
 from runs.stream.record import whole_number
 
 
+# Inputs the form posts that have no error slot on the page: an out-of-band swap for one has no
+# target (htmx:oobErrorNoTarget), and no field error is ever theirs.
+NO_ERROR_SLOT = ("csrfmiddlewaretoken", "configuration.loaded", "configuration.replace")
+
+
 def launch_permission_required(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
@@ -71,7 +76,7 @@ def launch_validate(request):
     names = dict.fromkeys([*form.field_names(), *request.POST.keys(), *(e["field"] for e in form.errors if e["field"])])
     return render(request, "runs/launch/_validation.html",
                   {"form": form, "validated": True,
-                   "slots": [(dom_id(n), form.errors_for(n)) for n in names if n != "csrfmiddlewaretoken"]})
+                   "slots": [(dom_id(n), form.errors_for(n)) for n in names if n not in NO_ERROR_SLOT]})
 
 
 @require_GET

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from runs.models import Run
+from runs.models import Run, SavedConfiguration
 from tests.launch_helpers import form_fields
 
 
@@ -178,3 +178,18 @@ def test_a_number_is_ascii_digits_only(operator_client, valid_fields, name, type
     valid_fields[name] = [typed]
     check(operator_client, valid_fields, [(name, expected)])
     assert f'value="{typed}"' in operator_client.post(reverse("runs:new"), valid_fields).content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query", [{}, {"demo": "board"}, {"configuration": "saved"}])
+def test_every_slot_the_live_check_refreshes_is_on_the_page(operator_client, operator, query):
+    """An out-of-band swap with no element of its id is htmx:oobErrorNoTarget in the browser's console."""
+    if query.get("configuration"):
+        query = {"configuration": SavedConfiguration.objects.create(name="saved", spec={}, created_by=operator).pk}
+    page = operator_client.get(reverse("runs:new"), query).content.decode()
+    fields = form_fields(page)
+    fields["limits.maxTurns"] = ["0"]  # an error, so the refresh writes a slot too
+    inline = operator_client.post(reverse("runs:validate"), fields, HTTP_HX_REQUEST="true").content.decode()
+    targets = re.findall(r'<[^>]* id="([^"]+)"[^>]*hx-swap-oob', inline)
+    assert "err-f-limits-maxTurns" in targets and "err-f-configuration-loaded" not in targets
+    assert [t for t in targets if f'id="{t}"' not in page] == []
