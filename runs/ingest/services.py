@@ -38,8 +38,9 @@ class RunNameTaken(RunNameError):
 
 
 def run_name_problem(name) -> str:
-    """Why `name` cannot name a run ('' when it can): empty, over 200 characters, or holding a
-    control character (NUL, a line break, ...) or a lone surrogate. Names are stripped first."""
+    """Why `name` cannot name a run ('' when it can): empty, over 200 characters, holding a
+    control character (NUL, a line break, ...) or a lone surrogate, or no name an address can
+    reach (digits alone, a '/', '.' or '..'). Names are stripped first."""
     if not isinstance(name, str):
         return "A run name is text."
     name = name.strip()
@@ -55,6 +56,14 @@ def run_name_problem(name) -> str:
             return f"A run name cannot hold a control character (U+{ord(ch):04X})."
         if category == "Cs":
             return f"A run name cannot hold a lone surrogate (U+{ord(ch):04X})."
+    # `<run>` in an address or a command is a run's id or its name (runs.access.run_resolve).
+    if name.isascii() and name.isdigit():
+        return (f"A run name cannot be digits alone: {name} is read as a run's id "
+                f"(/api/runs/{name}/report, manage.py report {name}).")
+    if "/" in name:
+        return "A run name cannot hold '/': the API's addresses (/api/runs/<run>/…) take the name as one part."
+    if name in (".", ".."):
+        return f"A run name cannot be {name!r}: an address holding it is rewritten by browsers and clients."
     return ""
 
 

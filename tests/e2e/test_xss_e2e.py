@@ -38,7 +38,10 @@ def payloads():
 
 
 P = payloads()
-RUN_NAME = next(P)
+# A run name holds no "/" (an address takes it as one part), as the first payload does: the name is an
+# <img> one of its own, and that payload is skipped so every other value keeps its place.
+next(P)
+RUN_NAME = '<img src=x onerror="window.__xss0=1;alert(0)">'
 ROOT_PROFILE, SUB_ID, SUB_PROFILE, TOOL_AGENT = next(P), next(P), next(P), next(P)
 MEMORIES = f"memories-{next(P)}"
 MEMORY_NAME, FILE_PATH, LOG_TEXT, ASSISTANT_TEXT = next(P), next(P), next(P), next(P)

@@ -72,6 +72,13 @@ def test_post_pushes_a_stream_in_pieces_and_reports_rejections(token):
     assert RejectedLine.objects.filter(run=run).count() == 5
 
 
+def test_a_push_refuses_to_create_a_run_named_dot_dot(token):
+    """'..' passes the address as one part here, but a browser or curl rewrites it away: never a run name."""
+    response = post(Client(), "..", REAL_MOCK.read_bytes(), key=token.key)
+    assert response.status_code == 400 and "A run name cannot be '..'" in response.json()["error"]
+    assert not Run.objects.exists()
+
+
 def test_post_to_an_unknown_id_is_404(token):
     assert post(Client(), "999", b'{"type":"turn_started"}\n', key=token.key).status_code == 404
 

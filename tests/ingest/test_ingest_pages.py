@@ -114,6 +114,17 @@ def test_upload_form_reports_counts_and_rejected_lines(viewer_client):
     assert 'value="tail"' not in html  # a blank form: the next file goes into this run only if named so
 
 
+@pytest.mark.parametrize("file_name, name, said", [
+    ("8.ndjson", "", "A run name cannot be digits alone"),  # named after the file
+    ("tail.ndjson", "12", "A run name cannot be digits alone"),
+    ("tail.ndjson", "a/b", "A run name cannot hold &#x27;/&#x27;"),
+])
+def test_an_import_refuses_a_name_no_address_reaches(viewer_client, file_name, name, said):
+    upload = SimpleUploadedFile(file_name, (STREAMS / "malformed_tail.ndjson").read_bytes())
+    html = viewer_client.post(reverse("runs:import"), {"file": upload, "name": name}).content.decode()
+    assert said in html and not Run.objects.exists()
+
+
 def test_upload_result_reads_its_counts_with_thousands_separators(viewer_client):
     lines = b"".join(b'{"type":"log","message":"line %d"}\n' % n for n in range(1234)) + b"[]\n" * 1001
     html = viewer_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("many.ndjson", lines),

@@ -31,3 +31,9 @@ def test_launch_refuses_a_bad_spec_naming_every_problem(tmp_path):
     text = str(refused.value)
     assert "task" in text and "agents[0].slug" in text and "provider.kind" in text
     assert not Run.objects.exists()
+
+
+def test_launch_refuses_a_run_name_read_as_an_id(tmp_path):
+    with pytest.raises(CommandError, match="A run name cannot be digits alone"):
+        call_command("launch", str(DEMO_DIR / "review.spec.json"), "--name", "8")
+    assert not Run.objects.exists()

@@ -170,9 +170,15 @@ def test_the_live_check_names_the_run_name_launch_would_refuse(operator_client):
     fields = form_fields(operator_client.get(reverse("runs:new"), {"demo": "delegation"}).content)
     for name, error in (("taken", "A run named &#x27;taken&#x27; already exists."),
                         ("x" * 300, "A run name has at most 200 characters"),
-                        ("a\tb", "A run name cannot hold a control character (U+0009).")):
+                        ("a\tb", "A run name cannot hold a control character (U+0009)."),
+                        ("8", "A run name cannot be digits alone: 8 is read as a run&#x27;s id"),
+                        ("a/b", "A run name cannot hold &#x27;/&#x27;"), ("..", "A run name cannot be &#x27;..&#x27;")):
         assert error in operator_client.post(reverse("runs:validate"),
                                              querydict({**fields, "name": [name]})).content.decode(), name
+        launch = operator_client.post(reverse("runs:new"), querydict({**fields, "name": [name], "task": ["kept"]}))
+        assert launch.status_code == 400 and error in launch.content.decode(), name
+        assert ">kept</textarea>" in launch.content.decode()
+    assert list(Run.objects.values_list("name", flat=True)) == ["taken"]
 
 
 @pytest.mark.django_db

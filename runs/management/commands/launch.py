@@ -28,10 +28,14 @@ def launch_spec_file(path, name=None):
         raise CommandError("the spec was refused:\n" + "\n".join(f"  {e['path'] or '(spec)'}: {e['message']}"
                                                                    for e in errors))
     base = name or data.get("name") or Path(path).name.removesuffix(".spec.json").removesuffix(".json")
-    with transaction.atomic():
-        run = services.run_create(name=services.unique_run_name(base), source=Run.Source.ENGINE,
-                                  status=Run.Status.QUEUED, launch_spec=data, capability_set=spec.capability_set())
-        dispatch.reserve(run.pk)  # a sweep starting now spares it
+    try:
+        with transaction.atomic():
+            run = services.run_create(name=services.unique_run_name(base), source=Run.Source.ENGINE,
+                                      status=Run.Status.QUEUED, launch_spec=data,
+                                      capability_set=spec.capability_set())
+            dispatch.reserve(run.pk)  # a sweep starting now spares it
+    except services.RunNameError as exc:  # a name the one rule refuses: digits alone, a '/', ...
+        raise CommandError(f"the run name {base!r}: {exc}") from None
     workspace.create_empty(run.workspace_dir)
     return run
 
