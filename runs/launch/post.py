@@ -8,7 +8,7 @@ import re
 from surfaces import docviews
 
 from runs.launch.fields import (CHECKLIST, FORM_PROFILE_FIELDS, FORM_TOP_LEVEL, LIMITS, MACHINE, PARAM_CHOICES,
-                                RAC_PARAMS, REQUIRED_PARAM_TYPES, WORKSPACE_FIELD)
+                                PROVIDER_KINDS, RAC_PARAMS, REQUIRED_PARAM_TYPES, WORKSPACE_FIELD)
 from runs.launch.starter import starter_script
 from runs.stream.record import RecordError, loads_record
 
@@ -228,6 +228,11 @@ class PostParser:
         kind = self.data.get("provider.kind", "demo")
         self.sources["provider"] = "provider.kind"
         self.sources["provider.kind"] = "provider.kind"
+        if kind not in dict(PROVIDER_KINDS):
+            self.raw["provider.kind"] = kind
+            self.errors.append(("provider.kind", f"{kind!r} is no provider kind; one of: "
+                                                 f"{', '.join(dict(PROVIDER_KINDS))}"))
+            return {"kind": "scripted", "script": {}}  # a stand-in the spec's rules pass: the kind's error is said
         if kind == "openai":
             provider = {"kind": "openai"}
             for key in ("baseUrl", "model", "apiKeyEnv"):

@@ -11,13 +11,18 @@ from runs.ingest.services import (RunNameError, RunNameTaken, run_create, run_na
 from runs.launch import dispatch
 from runs.engine import run_workspace as workspace
 from runs.launch.forms import LaunchForm
+from runs.launch.starter import script_refusal
 from runs.models import Run, SavedConfiguration
 
 
 def launch_problems(form: LaunchForm, upload=None) -> list:
     """What would refuse the launch beyond the spec's own rules (`form.validate` takes them): the run
-    name (the one name rule of every run, and free) and the workspace zip, when one is uploaded."""
+    name (the one name rule of every run, and free), a script the root agent has no reply in (the
+    dry run's reading), and the workspace zip, when one is uploaded."""
     problems = []
+    # A provider input that did not parse (a script's JSON, an unknown kind) is its own error already.
+    if not any(e["path"].startswith("provider") for e in form.errors) and (refusal := script_refusal(form.spec)):
+        problems.append({"path": refusal[0], "message": refusal[1]})
     name = form.spec.get("name") or ""
     name = name if isinstance(name, str) else ""  # a non-string name: the spec's own validation says so
     problem = name and run_name_problem(name)

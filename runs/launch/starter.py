@@ -11,7 +11,7 @@ import json
 from surfaces.arms import ARMS
 from surfaces.catalogue import ENDINGS
 
-from runs.demo import DEMO_DIR
+from runs.demo import DEMO_DIR, demo_names
 from runs.launch.fields import MACHINE, mode_of
 
 STARTER_REPLIES = 5  # per profile: a profile spawned several times gets a reply for each instance
@@ -20,6 +20,7 @@ STARTER_SUMMARY = ("Started from the console's starter script: nothing was done.
 ENDING_CALLS = frozenset(name for e in ENDINGS.values() for name in e.tools)
 ENDING_OPERATIONS = frozenset(op for e in ENDINGS.values() for op in e.operations)
 SPAWNS = ("spawn_subagent", "exec", "fork")
+ROOT_AGENT_ID = "root"  # the engine's root agent (runs.engine.loop): a script entry under it comes first
 
 
 def _program(language):
@@ -84,28 +85,37 @@ def _ends(reply):
                                             for lang in ARMS for op in ENDING_OPERATIONS)
 
 
+def script_of(provider):
+    """The script a scripted provider answers from (a demo's own file for a demo), or None."""
+    provider = provider if isinstance(provider, dict) else {}
+    if provider.get("kind") != "scripted":
+        return None
+    if "demo" in provider:
+        demo = provider["demo"]
+        return json.loads((DEMO_DIR / f"{demo}.script.json").read_text()) if demo in demo_names() else None
+    return provider.get("script") if isinstance(provider.get("script"), dict) else None
+
+
 def dry_run(spec):
     """Read the script against the profiles, launching nothing: per profile the replies its agents
     would get in order, whether they end the session, and where the script runs out. None when the
     provider is not a script (a demo's own script is read too)."""
-    provider = spec.get("provider") or {}
-    script = provider.get("script")
-    if provider.get("kind") == "scripted" and isinstance(provider.get("demo"), str):
-        path = DEMO_DIR / f"{provider['demo']}.script.json"
-        script = json.loads(path.read_text()) if path.is_file() else None
-    if not isinstance(script, dict):
+    script = script_of(spec.get("provider"))
+    if script is None:
         return None
     agents = [a for a in spec.get("agents") or [] if isinstance(a, dict)]
     slugs = [a.get("slug") for a in agents]
     spawned = {c.split(" → ", 1)[1] for replies in script.values() if isinstance(replies, list)
                for r in replies for c in _calls(r) if " → " in c}
-    profiles = []
+    profiles, used = [], set(slugs)
     for i, profile in enumerate(agents):
         slug = profile.get("slug")
         if mode_of(profile) == MACHINE:
             profiles.append({"slug": slug, "machine": True})
             continue
-        replies = script.get(slug) if isinstance(script.get(slug), list) else []
+        key = ROOT_AGENT_ID if i == 0 and ROOT_AGENT_ID in script else slug
+        used.add(key)
+        replies = script.get(key) if isinstance(script.get(key), list) else []
         rows = [{"n": n + 1, "calls": _calls(r), "ends": _ends(r)} for n, r in enumerate(replies)]
         ends = sum(row["ends"] for row in rows)
         if not rows:
@@ -117,5 +127,25 @@ def dry_run(spec):
             verdict = f"{ends} instance{'s' if ends != 1 else ''} can end {'their' if ends != 1 else 'its'} session"
         profiles.append({"slug": slug, "root": i == 0, "replies": rows, "verdict": verdict,
                          "runs_out": not rows or not rows[-1]["ends"]})
-    unused = [key for key in script if key not in slugs]
-    return {"profiles": profiles, "unused": unused}
+    return {"profiles": profiles, "unused": [key for key in script if key not in used]}
+
+
+def script_refusal(spec):
+    """(path, message) when the dry run finds the root agent without a reply (its first turn fails,
+    ending the run at once with model_error), else None: what Launch and the live check refuse."""
+    report = dry_run(spec)
+    root = report["profiles"][0] if report and report["profiles"] else {}
+    if not root.get("root") or root["replies"]:  # a machine root has no model: its states' profiles answer
+        return None
+    slug, provider = root["slug"], spec["provider"]
+    names = ", ".join(key for key, replies in script_of(provider).items() if replies)
+    if "demo" in provider:
+        return "provider.demo", (
+            f"the {provider['demo']} demo's script has replies for its own profiles ({names}), none for this "
+            f"launch's root profile {slug!r}: the run would fail at its first turn. Start from the demo "
+            "(a link at the top of this page) to launch it with its profiles.")
+    if not names:
+        return "provider.script", (f"the script has no replies: the root profile {slug!r} has none, so the run "
+                                   "would fail at its first turn")
+    return "provider.script", (f"the script has no replies for the root profile {slug!r} (it has replies for "
+                               f"{names}): the run would fail at its first turn")
