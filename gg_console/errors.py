@@ -14,7 +14,7 @@ from django.db import OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
-from django.urls import Resolver404
+from django.urls import Resolver404, reverse
 
 from gg_console.nul import NulInRequest
 
@@ -54,10 +54,20 @@ def bad_request(request, exception):
                   "to are in DJANGO_ALLOWED_HOSTS (comma-separated).")
         # Every link of this host name meets the same refusal.
         return _refused(request, "Bad request", reason, 400, home=False)
-    elif isinstance(exception, (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent, NulInRequest)):
+    elif isinstance(exception, TooManyFieldsSent):
+        reason = (f"The form sent more fields than the console reads in one request "
+                  f"({settings.DATA_UPLOAD_MAX_NUMBER_FIELDS:,}, DATA_UPLOAD_MAX_NUMBER_FIELDS): send fewer (on the "
+                  "launch form, fewer profiles or rows) or have the setting raised.")
+    elif isinstance(exception, (RequestDataTooBig, TooManyFilesSent, NulInRequest)):
         reason = str(exception)  # Django's words name the setting; ours the part of the request
     else:
         reason = "The request could not be read."
+    if request.path == reverse("runs:validate") and request.headers.get("HX-Request"):
+        # The launch form's live check: htmx swaps only a 2xx answer, so the refusal is said in the
+        # form's summary, the form left as typed.
+        return render(request, "runs/launch/_unread.html", {"reason": reason})
+    if request.method == "POST" and not request.path.startswith("/api/"):
+        reason += " Nothing was done; the browser's Back button returns to the form as you filled it."
     return _refused(request, "Bad request", reason, 400)
 
 

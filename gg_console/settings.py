@@ -177,6 +177,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Uploads: an NDJSON import or a workspace zip may be large; the ingest reads it as a stream.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024
+# The launch form has some 55 inputs a profile: Django's 1,000 refused one of 19 profiles. Bodies are
+# bounded in bytes above (and by GG_MAX_REQUEST_BYTES), so the count is raised to about 180 profiles.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 # The largest request body Daphne takes (an uploaded stream included); a larger one is answered 413
 # unread (gg_console.daphne_request). 1 GiB: a million-event stream of ~650-byte lines fits.
