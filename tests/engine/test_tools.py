@@ -3,7 +3,7 @@
 import pytest
 
 from runs.engine.tools.errors import ToolError
-from runs.engine.tools.module_stores import BoardStore, MemoryStore, TaskStore
+from runs.engine.tools.module_stores import MAX_STORE_CHARS, BoardStore, MemoryStore, TaskStore
 from runs.engine.tools.workspace import Workspace
 from tests.gg_schema import validate_record
 
@@ -63,3 +63,31 @@ def test_store_snapshots_validate_against_gg_schema():
     assert board.create_issue({"title": "login", "agent": "dev", "epic_id": "AUTH"})["id"] == "AUTH-1"
     for store in (memories, tasks, board):
         validate_record(store.snapshot())
+
+
+def test_a_stores_text_is_bounded_per_field_and_in_all():
+    """Issues of 40 MB each were taken whole (a server at 5.4 GB, every page seconds); tasks and
+    epics alike; 609 memories of 256 KiB were 160 MB. Each text is at most 64 KiB, a store's at
+    most MAX_STORE_CHARS in all, past which the call is limit-exceeded and the store unchanged."""
+    board, tasks, memories = BoardStore("board-0"), TaskStore("tasks-0"), MemoryStore("memories-0")
+    issue = {"title": "t", "agent": "dev", "description": "d" * 60_000}
+    for bad in ({**issue, "description": "d" * 70_000}, {**issue, "in_scope": ["s" * 70_000]}):
+        with pytest.raises(ToolError) as refused:
+            board.create_issue(bad)
+        assert refused.value.code == "limit-exceeded" and "at most 64 KiB" in refused.value.message
+    with pytest.raises(ToolError) as refused:
+        for _ in range(MAX_STORE_CHARS // 60_000 + 1):
+            board.create_issue(issue)
+    assert refused.value.code == "limit-exceeded" and "the board would hold over" in refused.value.message
+    assert len(board.issues) == MAX_STORE_CHARS // 60_001
+    first = next(iter(board.issues))
+    with pytest.raises(ToolError):
+        board.update_issue(first, {"completion_criteria": ["c" * 60_000]})
+    assert board.issues[first]["completionCriteria"] == ""  # unchanged
+    with pytest.raises(ToolError) as refused:
+        tasks.add({"id": "t", "title": "t" * 70_000})
+    assert refused.value.code == "limit-exceeded" and not tasks.tasks
+    with pytest.raises(ToolError) as refused:
+        for i in range(MAX_STORE_CHARS // 256_000 + 1):
+            memories.write({"name": f"m{i}", "body": "b" * 256_000})
+    assert refused.value.code == "limit-exceeded" and "the memories would hold over" in refused.value.message

@@ -7,7 +7,31 @@ the engine decides which agents hold which store.
 
 import re
 
-from runs.engine.tools.errors import MAX_MEMORY_BODY_BYTES, MAX_MEMORY_DESCRIPTION_BYTES, ToolError, bounded
+from runs.engine.tools.errors import (MAX_HANDED_ON_BYTES, MAX_MEMORY_BODY_BYTES, MAX_MEMORY_DESCRIPTION_BYTES,
+                                      ToolError, bounded)
+
+# A store is held in the server's memory and recorded whole after each change: a program creating
+# issues of 40 MB took a server to 5.4 GB and every page to seconds. Each text of a task, an epic or
+# an issue is at most MAX_HANDED_ON_BYTES (64 KiB), and a store's text in all at most this.
+MAX_STORE_CHARS = 16 * 1024 * 1024
+
+
+def _text(value, what):
+    """A task's, an epic's or an issue's text, bounded (anything else is left to its own checks)."""
+    return bounded(value, what) if isinstance(value, str) else value
+
+
+def _texts(values, what):
+    return [_text(v, what) for v in values or []]
+
+
+def _within(chars, what):
+    if chars > MAX_STORE_CHARS:
+        raise ToolError("limit-exceeded", f"{what} would hold over {MAX_STORE_CHARS:,} characters of text in all")
+
+
+def _chars(entries):
+    return sum(len(v) for e in entries for v in e.values() if isinstance(v, str))
 
 
 def _lines(text):
@@ -53,6 +77,8 @@ class MemoryStore:
                  "code": memory.get("code"), "on_use": memory.get("on_use"),
                  "revision": (previous["revision"] + 1) if previous else 1}
         others = sum(len(m["body"]) for n, m in self.memories.items() if n != name)
+        _within(others + len(entry["body"]) + sum(len(m["description"]) for m in self.memories.values())
+                + len(entry["description"]), "the memories")
         if self.max_total_len and others + len(entry["body"]) > self.max_total_len:
             raise ToolError("limit-exceeded", f"the memories would exceed {self.max_total_len} characters in total")
         if previous is None and self.max_count and len(self.memories) >= self.max_count:
@@ -195,19 +221,20 @@ class TaskStore:
             raise ToolError("limit-exceeded", f"the task list holds at most {self.max_tasks} tasks")
         blocked_by = list(task.get("blocked_by") or [])
         self._blockers(task_id, blocked_by)
-        self.tasks[task_id] = {"id": task_id, "title": task["title"], "description": task.get("description"),
+        self.tasks[task_id] = {"id": task_id, "title": _text(task["title"], "a task's title"),
+                               "description": _text(task.get("description"), "a task's description"),
                                "status": "pending", "blockedBy": blocked_by}
         return self.usage()
 
     def update(self, task_id, patch):
         task = self._get(task_id)
         if patch.get("title") is not None:
-            task["title"] = patch["title"]
+            task["title"] = _text(patch["title"], "a task's title")
         description = patch.get("description") or ("keep", None)
         if description[0] == "clear":
             task["description"] = None
         elif description[0] == "set":
-            task["description"] = description[1]
+            task["description"] = _text(description[1], "a task's description")
         if patch.get("status") is not None:
             task["status"] = patch["status"].replace("-", "_")
 
@@ -255,7 +282,10 @@ class BoardStore:
             raise ToolError("conflict", f"an epic {prefix} already exists")
         if len(self.epics) >= self.max_epics:
             raise ToolError("limit-exceeded", f"the board holds at most {self.max_epics} epics")
-        self.epics[prefix] = {"id": prefix, "title": epic.get("title", ""), "description": epic.get("description", "")}
+        entry = {"id": prefix, "title": _text(epic.get("title", ""), "an epic's title"),
+                 "description": _text(epic.get("description", ""), "an epic's description")}
+        _within(self._chars() + _chars([entry]), "the board")
+        self.epics[prefix] = entry
         return {"id": prefix, "board": self.usage()}
 
     def create_issue(self, issue):
@@ -275,12 +305,17 @@ class BoardStore:
         for other in blocked_by:
             if other not in self.issues:
                 raise ToolError("not-found", f"there is no issue {other} to be blocked by")
-        self.issues[issue_id] = {
-            "id": issue_id, "title": issue["title"], "description": issue.get("description"), "epicId": epic_id,
-            "inScope": "\n".join(issue.get("in_scope") or []), "outOfScope": "\n".join(issue.get("out_of_scope") or []),
-            "completionCriteria": "\n".join(issue.get("completion_criteria") or []), "status": "open",
-            "blockedBy": blocked_by, "agentId": issue["agent"], "retries": 0,
+        entry = {
+            "id": issue_id, "title": _text(issue["title"], "an issue's title"),
+            "description": _text(issue.get("description"), "an issue's description"), "epicId": epic_id,
+            "inScope": _text("\n".join(_texts(issue.get("in_scope"), "an issue's scope")), "an issue's scope"),
+            "outOfScope": _text("\n".join(_texts(issue.get("out_of_scope"), "an issue's scope")), "an issue's scope"),
+            "completionCriteria": _text("\n".join(_texts(issue.get("completion_criteria"), "an issue's criteria")),
+                                        "an issue's criteria"),
+            "status": "open", "blockedBy": blocked_by, "agentId": issue["agent"], "retries": 0,
             "reviewerIds": list(issue.get("reviewers") or [])}
+        _within(self._chars() + _chars([entry]), "the board")
+        self.issues[issue_id] = entry
         return {"id": issue_id, "board": self.usage()}
 
     def issue(self, issue_id):
@@ -288,17 +323,24 @@ class BoardStore:
             raise ToolError("not-found", f"there is no issue {issue_id}")
         return self.issues[issue_id]
 
+    def _chars(self):
+        return _chars(self.epics.values()) + _chars(self.issues.values())
+
     def update_issue(self, issue_id, patch):
         issue = self.issue(issue_id)
+        before = _chars([issue])
+        texts = {}
         if patch.get("title") is not None:
-            issue["title"] = patch["title"]
+            texts["title"] = _text(patch["title"], "an issue's title")
         description = patch.get("description") or ("keep", None)
         if description[0] != "keep":
-            issue["description"] = description[1]
+            texts["description"] = _text(description[1], "an issue's description")
         for field, key in (("in_scope", "inScope"), ("out_of_scope", "outOfScope"),
                            ("completion_criteria", "completionCriteria")):
             if patch.get(field) is not None:
-                issue[key] = "\n".join(patch[field])
+                texts[key] = _text("\n".join(_texts(patch[field], "an issue's " + key)), "an issue's " + key)
+        _within(self._chars() - before + _chars([{**issue, **texts}]), "the board")
+        issue.update(texts)
         if patch.get("status") is not None:
             issue["status"] = patch["status"].replace("-", "_")
         epic = patch.get("epic") or ("keep", None)
