@@ -368,6 +368,23 @@ def test_every_wit_shape_crosses_the_membrane_intact_both_ways(tmp_path, monkeyp
     ]
 
 
+def test_an_agents_open_views_are_bounded(tmp_path):
+    """20,000 text views of 5,000 characters were all taken: 100 MB in every later prompt."""
+    result = run(context(tmp_path), """
+        import gg
+        opened = 0
+        try:
+            for i in range(20000):
+                gg.views.open_text(f"w{i}", "y" * 5000)
+                opened += 1
+        except gg.core.ApiError as err:
+            gg.views.open_text("w0", f"{opened} {err.code}")  # one open view replaced in place
+    """)
+    assert result.outcome.ok, result.outcome.error
+    assert len(result.ctx.window.views) == 500  # 500 views of 5,000 characters: 2.5 M of the 4 Mi allowed
+    assert result.ctx.window.find("text", "w0").body == "500 limit-exceeded"
+
+
 def test_a_programs_store_records_are_bounded_and_the_last_state_still_recorded(tmp_path):
     from runs.engine.store_records import MAX_BYTES
 

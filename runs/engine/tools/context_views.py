@@ -12,6 +12,10 @@ MAX_TEXT_VIEW_BYTES = 65_536
 MAX_VIEW_LABEL_BYTES = 200
 MAX_FILE_VIEW_BYTES = 65_536
 SEARCH_RESULTS = "search results"  # the text view a documentation search opens (and replaces)
+# An agent's open views in all (each rides in every prompt until closed): a program opened 20,000 text
+# views of 5,000 characters, 100 MB carried into each later turn and 110 MB conversation pages.
+MAX_OPEN_VIEWS = 500
+MAX_OPEN_VIEW_CHARS = 4 * 1024 * 1024
 
 
 def estimate_tokens(text):
@@ -46,8 +50,13 @@ class OpenViews:
         return next((v for v in self.views if v.kind == kind and v.selector == selector), None)
 
     def open(self, view):
-        """Place a view; returns "opened" or "replaced" (a re-opened view lands in place)."""
+        """Place a view; returns "opened" or "replaced" (a re-opened view lands in place).
+        `limit-exceeded` past MAX_OPEN_VIEWS views or MAX_OPEN_VIEW_CHARS characters open."""
         existing = self.find(view.kind, view.selector)
+        kept = [v for v in self.views if v is not existing]
+        if len(kept) >= MAX_OPEN_VIEWS or sum(len(v.body) for v in kept) + len(view.body) > MAX_OPEN_VIEW_CHARS:
+            raise ToolError("limit-exceeded", f"an agent holds at most {MAX_OPEN_VIEWS} open views and "
+                                              f"{MAX_OPEN_VIEW_CHARS:,} characters of them: close some first")
         if existing is not None:
             self.views[self.views.index(existing)] = view
             return "replaced"
