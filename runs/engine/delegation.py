@@ -9,6 +9,10 @@ from runs.engine.agents import Agent, Handle, SessionOver, message
 from runs.engine.holdings import open_holdings, succeed
 from runs.engine.tools.errors import ToolError
 
+# Agents a run may mint (subagents, forks and successors): only depth was bounded, and a program
+# spawning in a loop at every depth reached 2,701 agents, each holding its stores in the server.
+MAX_AGENTS = 1000
+
 
 class Delegator:
     """The delegation methods of `Engine` (they read its spec, registry, agents and telemetry)."""
@@ -39,9 +43,16 @@ class Delegator:
                 raise ToolError("invalid-argument", f"there is no edge from {agent.state} to {args.get('to')!r}")
             agent.succession = ("fsm", edge, args.get("prompt"))
             return f"transition to {edge.to}", "the machine moves when this turn closes"
-        fork_id = self.mint_id()
+        fork_id = self._new_agent_id()
         agent.forks.append((fork_id, args.get("prompt") or ""))
         return f"fork {fork_id}", json.dumps({"agentId": fork_id})
+
+    def _new_agent_id(self):
+        """An id for a subagent or a fork; `limit-exceeded` once the run has minted MAX_AGENTS (a
+        succession, at a turn's close, is never refused: the chain replaces one agent)."""
+        if self.next_agent >= MAX_AGENTS:
+            raise ToolError("limit-exceeded", f"a run holds at most {MAX_AGENTS:,} agents")
+        return self.mint_id()
 
     def spawn(self, parent, slug, prompt):
         entry = parent.profile.roster_entry(slug)
@@ -53,7 +64,7 @@ class Delegator:
         if max_depth is not None and parent.depth + 1 > max_depth:
             raise ToolError("limit-exceeded", f"subagents nest at most {max_depth} deep")
         profile = self.spec.profile(entry.agent)
-        child = Agent(self, self.mint_id(), profile, parent=parent, parent_id=parent.id, depth=parent.depth + 1,
+        child = Agent(self, self._new_agent_id(), profile, parent=parent, parent_id=parent.id, depth=parent.depth + 1,
                       role=entry.role, brief=prompt)
         child.handle = Handle(child)
         parent.children.append(child.handle)

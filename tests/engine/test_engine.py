@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from runs.engine import delegation
 from tests.engine_helpers import call, of_type, run_spec, schema_errors, spec, tool_agent
 
 pytestmark = pytest.mark.django_db
@@ -206,3 +207,20 @@ def test_a_replys_store_records_are_bounded_and_the_last_state_still_recorded(tm
     assert len(of_type(records, "tool_result")) == 421  # every call still bracketed
     assert any("store record(s) past 4 MiB were not recorded; the state of tasks" in r["message"]
                for r in of_type(records, "log") if r["level"] == "warn")
+
+
+def test_a_run_mints_at_most_max_agents(tmp_path, monkeypatch):
+    """Only depth was bounded: a program spawning in a loop at every depth reached 2,701 agents."""
+    monkeypatch.setattr(delegation, "MAX_AGENTS", 3)
+    spawns = [{"name": "spawn_subagent", "args": {"agent": "kid", "prompt": f"go {i}"}} for i in range(5)]
+    data = spec([tool_agent("lead", [{"id": "subagents", "enabled": True, "params": {"maxDepth": 2}}],
+                            subagents=[{"agent": "kid", "description": "", "scopes": ["subagent"]}]),
+                 tool_agent("kid")],
+                {"lead": [{"toolCalls": spawns}, call("finish", summary="done")],
+                 "kid": [call("finish", summary="ok")] * 3})
+    run, records = run_spec(data, tmp_path)
+    assert schema_errors(records) == [] and run.status == "completed"
+    results = [(r["ok"], r.get("failure")) for r in of_type(records, "tool_result", "root")
+               if r["name"] == "spawn_subagent"]
+    assert results == [(True, None)] * 3 + [(False, "limit-exceeded")] * 2
+    assert len(of_type(records, "agent_spawned")) == 4  # the root and three
