@@ -105,4 +105,7 @@ async def _each_on_a_thread(chunks):
         while (part := await step(chunks, None)) is not None:
             yield part
     finally:
-        chunks.close()  # a client that went away: the generator's cleanup runs now, not at collection
+        # A client that went away: the generator's cleanup (its cursor, its read transaction) runs now,
+        # not at collection, and on the thread its `next` runs on, once that returns (closed from here
+        # mid-chunk it was "generator already executing", a traceback per download cut short).
+        await sync_to_async(chunks.close)()

@@ -1,7 +1,10 @@
 """The list's selection (compare, export, delete with permission and confirmation) and saved views."""
 
+import asyncio
 import inspect
 import io
+import threading
+import time
 import zipfile
 
 import pytest
@@ -58,6 +61,32 @@ def test_under_asgi_the_export_streams_as_it_is_compressed(two):
     assert archive.testzip() is None
     assert set(archive.namelist()) == {"first.ndjson", f"first-{twin.pk}.ndjson", "second.ndjson"}
     assert archive.read(f"first-{twin.pk}.ndjson") == archive.read("first.ndjson") == REAL_MOCK.read_bytes()
+
+
+def test_a_download_cut_short_mid_chunk_closes_its_stream_once_the_chunk_is_read():
+    """A client gone while a chunk was being read on its thread: closing the generator from the event
+    loop then raised "generator already executing" (a traceback per download cut short)."""
+    closed = threading.Event()
+
+    def chunks():
+        try:
+            yield b"first"
+            time.sleep(0.5)  # the chunk being read when the client goes
+            yield b"second"
+        finally:
+            closed.set()
+
+    async def cut_short():
+        body = stored.response_body(chunks(), AsyncRequestFactory().get("/"))
+        assert await body.__anext__() == b"first"
+        reading = asyncio.ensure_future(body.__anext__())
+        await asyncio.sleep(0.1)
+        reading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reading
+
+    async_to_sync(cut_short)()
+    assert closed.is_set()
 
 
 def test_delete_needs_the_permission_then_a_confirmation(viewer_client, viewer, two):
