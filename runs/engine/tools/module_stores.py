@@ -76,9 +76,9 @@ class MemoryStore:
         entry = {"description": memory.get("description", ""), "body": memory.get("body", ""),
                  "code": memory.get("code"), "on_use": memory.get("on_use"),
                  "revision": (previous["revision"] + 1) if previous else 1}
+        _within(sum(len(m["body"]) + len(m["description"]) for m in {**self.memories, name: entry}.values()),
+                "the memories")
         others = sum(len(m["body"]) for n, m in self.memories.items() if n != name)
-        _within(others + len(entry["body"]) + sum(len(m["description"]) for m in self.memories.values())
-                + len(entry["description"]), "the memories")
         if self.max_total_len and others + len(entry["body"]) > self.max_total_len:
             raise ToolError("limit-exceeded", f"the memories would exceed {self.max_total_len} characters in total")
         if previous is None and self.max_count and len(self.memories) >= self.max_count:
@@ -338,7 +338,8 @@ class BoardStore:
         for field, key in (("in_scope", "inScope"), ("out_of_scope", "outOfScope"),
                            ("completion_criteria", "completionCriteria")):
             if patch.get(field) is not None:
-                texts[key] = _text("\n".join(_texts(patch[field], "an issue's " + key)), "an issue's " + key)
+                what = f"an issue's {field.replace('_', ' ')}"
+                texts[key] = _text("\n".join(_texts(patch[field], what)), what)
         _within(self._chars() - before + _chars([{**issue, **texts}]), "the board")
         issue.update(texts)
         if patch.get("status") is not None:
