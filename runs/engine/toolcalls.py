@@ -13,7 +13,7 @@ from runs.engine import issues, thread
 from runs.engine.agents import message
 from runs.engine.store_records import StoreRecords
 from runs.engine.tools.errors import ToolError, bounded
-from runs.engine.tools.workspace import shell_bounds
+from runs.engine.tools.workspace import shell_bounds, shell_records
 
 S, I = {"type": "string"}, {"type": "integer"}
 STRINGS = {"type": "array", "items": S}
@@ -76,7 +76,8 @@ def _search(ctx, args):
 def _shell(ctx, args):
     result, record = ctx.workspace.shell(_arg(args, "command"), _arg(args, "timeout_secs", int, False),
                                          **shell_bounds(ctx.params("shell")))
-    ctx.emit("shell", **dict(record, origin="tool"))
+    for kind, fields in shell_records(result, dict(record, origin="tool")):
+        ctx.emit(kind, **fields)
     return f"exit {record['exitCode']}", result["output"], ()
 
 

@@ -131,3 +131,20 @@ def test_a_tool_call_is_stored_while_its_shell_command_runs(tmp_path):
                 {"coder": [call("shell", command="sleep 3"), call("finish", summary="done")]})
     seen = while_running(data, tmp_path, "completed", "tool_result")
     assert any({"prompt", "tool_call"} <= types for _, types in seen), seen[-1]
+
+
+def test_a_killed_shell_command_leaves_a_warning_saying_why_in_both_modes(tmp_path, guest):
+    """The `shell` record of a killed command said exitCode -1 and nothing more: why it was killed
+    was in the model's output only."""
+    shell = {"id": "shell", "enabled": True}
+    code = spec([code_agent("coder", [shell], ["shell.shell", "session.finish"])],
+                {"coder": [program("gg.shell.shell('sleep 5', 0.5)\ngg.session.finish('done')")]})
+    tools = spec([tool_agent("coder", [shell])],
+                 {"coder": [call("shell", command="sleep 5", timeout_secs=1), call("finish", summary="done")]})
+    for data, name in ((code, "code"), (tools, "tools")):
+        run, records = run_spec(data, tmp_path / name, name=name)
+        assert schema_errors(records) == []
+        shell_at = next(i for i, r in enumerate(records) if r["type"] == "shell")
+        assert records[shell_at]["exitCode"] == -1
+        assert {"type": "log", "level": "warn"}.items() <= records[shell_at + 1].items()
+        assert records[shell_at + 1]["message"].startswith("the shell command was killed after ")

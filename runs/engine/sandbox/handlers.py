@@ -8,6 +8,7 @@ already emitted api_call and asked the gate before a handler runs.
 from runs.engine.tools import docs
 from runs.engine.tools.errors import ToolError, bounded
 from runs.engine.tools.context_views import SEARCH_RESULTS, docs_view, file_view, text_view
+from runs.engine.tools.workspace import shell_records
 from surfaces.catalogue import BY_ID, OPERATIONS
 
 HANDLERS = {}
@@ -29,7 +30,8 @@ def _shell(m, command, timeout_secs):
     if timeout <= 0:
         raise ToolError("limit-exceeded", "the program's wall-clock budget is spent")
     result, record = m.ctx.workspace.shell(command, timeout, **m.ctx.shell_bounds)
-    m.emit({"type": "shell", **record})
+    for kind, fields in shell_records(result, record):
+        m.emit({"type": kind, **fields})
     return result  # a process that ran is a success whatever it exited with
 
 

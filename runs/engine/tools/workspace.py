@@ -314,11 +314,12 @@ class Workspace:
         except OSError as exc:
             raise ToolError("io-error", f"the shell could not be started: {exc.strerror}") from None
         self._usage = None  # the command may have written anything: measured again when next needed
-        combined = done.stdout + done.stderr
+        killed = None
         if done.stopped == "timeout":
-            combined += f"\n(killed after {timeout:g} s)"
+            killed = f"killed after {timeout:g} s"
         elif done.stopped:
-            combined += f"\n(killed: {done.stopped})"
+            killed = f"killed: {done.stopped}"
+        combined = done.stdout + done.stderr + (f"\n({killed})" if killed else "")
         truncated = done.stdout_chars + done.stderr_chars > len(done.stdout) + len(done.stderr)
         lines = combined.splitlines(keepends=True)
         if len(lines) > output_lines:
@@ -331,8 +332,16 @@ class Workspace:
             if chars > SHELL_TAIL_CHARS:
                 record[name] = chars - SHELL_TAIL_CHARS
         result = {"exit_code": done.exit_code, "output": combined[-output_chars:], "truncated": truncated,
-                  "duration_ms": done.duration_ms}
+                  "duration_ms": done.duration_ms, "killed": killed}
         return result, record
+
+
+def shell_records(result, record):
+    """(type, fields) of the records a command leaves: its `shell` record and, when it was killed,
+    a warn log saying why (the record's schema has no field for it; its exitCode -1 does not say)."""
+    yield "shell", record
+    if result["killed"]:
+        yield "log", {"level": "warn", "message": f"the shell command was {result['killed']}"}
 
 
 def _missing(full):
