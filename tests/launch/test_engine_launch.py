@@ -1,6 +1,7 @@
 """`manage.py launch`: from a shipped demo spec to a finished run, every record through ingest."""
 
 import io
+import json
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -36,4 +37,16 @@ def test_launch_refuses_a_bad_spec_naming_every_problem(tmp_path):
 def test_launch_refuses_a_run_name_read_as_an_id(tmp_path):
     with pytest.raises(CommandError, match="A run name cannot be digits alone"):
         call_command("launch", str(DEMO_DIR / "review.spec.json"), "--name", "8")
+    assert not Run.objects.exists()
+
+
+def test_launch_refuses_a_script_without_replies_for_the_root(tmp_path):
+    """The launch form refused a script that has no reply for the root profile (the run fails at its
+    first turn); `manage.py launch` queued it and the run ended in model_error."""
+    spec = json.loads((DEMO_DIR / "review.spec.json").read_text())
+    spec["provider"] = {"kind": "scripted", "script": {"reviewer": [{"text": "looks fine"}]}}
+    path = tmp_path / "no-root.spec.json"
+    path.write_text(json.dumps(spec))
+    with pytest.raises(CommandError, match=r"provider.script: the script has no replies for the root profile 'author'"):
+        call_command("launch", str(path))
     assert not Run.objects.exists()

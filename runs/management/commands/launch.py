@@ -12,6 +12,7 @@ from runs.ingest import services
 from runs.engine.runner import start_run
 from runs.engine.validation import validate_spec
 from runs.launch import dispatch
+from runs.launch.starter import script_refusal
 from runs.engine import run_workspace as workspace
 from runs.models import Run
 
@@ -27,6 +28,8 @@ def launch_spec_file(path, name=None):
     if spec is None:
         raise CommandError("the spec was refused:\n" + "\n".join(f"  {e['path'] or '(spec)'}: {e['message']}"
                                                                    for e in errors))
+    if refusal := script_refusal(data):  # the launch form's rule: a run that would fail at its first turn
+        raise CommandError(f"the spec was refused:\n  {refusal[0]}: {refusal[1]}")
     base = name or data.get("name") or Path(path).name.removesuffix(".spec.json").removesuffix(".json")
     try:
         with transaction.atomic():
