@@ -166,8 +166,23 @@ def return_path(request, target: str, fallback: str) -> str:
 
 
 def may_launch(user) -> bool:
-    """Launch, re-run or cancel a run, save or delete a configuration, save or delete a view."""
+    """Launch, re-run or cancel a run, save a configuration or a view (see may_remove_saved)."""
     return user.has_perm(LAUNCH_PERMISSION)
+
+
+def may_remove_saved(user, saved) -> bool:
+    """Delete or replace a saved view or configuration: who may launch, their own or one whose saver
+    is not recorded; another's also needs the model's delete permission (runs.delete_savedview,
+    runs.delete_savedconfiguration; a superuser has both)."""
+    return may_launch(user) and (saved.created_by_id in (None, user.pk)
+                                 or user.has_perm(f"runs.delete_{saved._meta.model_name}"))
+
+
+def removal_refused(saved) -> str:
+    """Why may_remove_saved said no."""
+    kind = saved._meta.verbose_name
+    return (f"The {kind} {saved.name!r} is {saved.created_by}'s: deleting or replacing another's {kind} needs the "
+            f"runs.delete_{saved._meta.model_name} permission.")
 
 
 def may_end_runs(user) -> bool:

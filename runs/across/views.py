@@ -20,7 +20,8 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.across import analysis, charts, compare, filters, run_list as listing, saved
-from runs.access import may_delete_runs, may_launch, readable_run, return_path, run_resolve
+from runs.access import (may_delete_runs, may_launch, may_remove_saved, readable_run, removal_refused, return_path,
+                          run_resolve)
 from runs.ingest import deletion, stored
 from runs.models import Run, SavedView
 from runs.pages.common import confirm_page, paged
@@ -225,9 +226,9 @@ def view_open(request, pk):
 
 @require_POST
 def view_delete(request, pk):
-    if not may_launch(request.user):
-        raise PermissionDenied("Deleting a view needs the runs.add_run permission (as saving one does).")
     view = get_object_or_404(SavedView.objects.select_related("created_by"), pk=pk)
+    if not may_remove_saved(request.user, view):
+        raise PermissionDenied(removal_refused(view))
     back = return_path(request, request.POST.get("next", ""), reverse(saved.PAGES[view.kind]))
     if request.POST.get("confirm") != "yes":
         return confirm_page(request, f"Delete the saved view {view.name!r}?", [

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from runs.ingest.services import (RunNameError, RunNameTaken, run_create, run_name_problem, run_name_taken,
                                   run_set_status)
+from runs.access import may_remove_saved, removal_refused
 from runs.launch import dispatch
 from runs.engine import run_workspace as workspace
 from runs.launch.forms import LaunchForm
@@ -89,10 +90,14 @@ def run_cancel(run):
     return bool(Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(cancel_requested=True))
 
 
-def configuration_save(*, form: LaunchForm, name, description="", user=None):
+def configuration_save(*, form: LaunchForm, name, description="", user):
     """Save (or replace, under the same name) a valid configuration. Returns (configuration, created)
     or None with the errors on `form`."""
     extra = [] if name.strip() else [{"path": "configuration.name", "message": "a configuration needs a name"}]
+    holder = SavedConfiguration.objects.filter(name=name.strip()).select_related("created_by").first()
+    if holder is not None and not may_remove_saved(user, holder):
+        extra.append({"path": "configuration.name",
+                      "message": f"{removal_refused(holder)} Save yours under another name."})
     if form.validate(extra) is None:
         return None
     spec = {k: v for k, v in form.spec.items() if k != "name"}  # run names are unique; a configuration is reused
@@ -105,8 +110,8 @@ def configuration_overwrite(configuration, user):
     """The saved configuration a save under this name would replace and that the operator has not
     agreed to replace, or None. Saving over the one they loaded, their own, needs no asking."""
     existing = SavedConfiguration.objects.filter(name=configuration.get("name", "").strip()).first()
-    if existing is None or configuration.get("replace") == str(existing.pk):
-        return None
+    if existing is None or configuration.get("replace") == str(existing.pk) or not may_remove_saved(user, existing):
+        return None  # agreed, or not theirs to replace: configuration_save says so
     if configuration.get("loaded") == str(existing.pk) and existing.created_by_id == getattr(user, "pk", None):
         return None
     return existing

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST, require_http_methods
 
-from runs.access import may_launch, return_path, run_or_404
+from runs.access import may_launch, may_remove_saved, removal_refused, return_path, run_or_404
 from runs.demo import demo_names, demo_spec
 from runs.launch import services
 from runs.launch.forms import WORKSPACE_FIELD, LaunchForm, dom_id
@@ -118,7 +118,9 @@ def configurations(request):
 @require_POST
 @launch_permission_required
 def configuration_delete(request, pk):
-    configuration = get_object_or_404(SavedConfiguration, pk=pk)
+    configuration = get_object_or_404(SavedConfiguration.objects.select_related("created_by"), pk=pk)
+    if not may_remove_saved(request.user, configuration):
+        raise PermissionDenied(removal_refused(configuration))
     if request.POST.get("confirm") != "yes":
         return confirm_page(request, f"Delete the configuration {configuration.name!r}?", [
             f"Saved by {configuration.created_by or 'nobody recorded'}, last changed "

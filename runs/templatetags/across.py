@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django import template
 
-from runs.access import turn_url
+from runs.access import may_remove_saved, turn_url
 from runs.templatetags.runs_extras import duration, usd
 
 register = template.Library()
@@ -93,3 +93,9 @@ def as_json(value):
     if value is None:
         return "—"
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+@register.filter
+def removable_by(saved, user):
+    """Whether `user` may delete this saved view or configuration (runs.access.may_remove_saved)."""
+    return may_remove_saved(user, saved)

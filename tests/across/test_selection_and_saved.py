@@ -177,7 +177,29 @@ def test_another_users_saved_view_is_not_replaced(operator_client, django_user_m
     SavedView.objects.create(name="Python", kind="list", query="language=python", created_by=other)
     refused = operator_client.post(reverse("runs:view_save"), {"name": "Python", "kind": "list", "query": "q=x"},
                                    follow=True)
-    assert "is other&#x27;s: save yours under another name" in refused.content.decode()
+    assert ("is other&#x27;s: deleting or replacing another&#x27;s saved view needs the runs.delete_savedview "
+            "permission. Save yours under another name.") in refused.content.decode()
     assert SavedView.objects.get().query == "language=python"
     operator_client.post(reverse("runs:view_save"), {"name": "Python", "kind": "compare", "query": "a=1&b=2"})
     assert SavedView.objects.count() == 2  # the name is per kind
+
+
+def test_another_users_saved_view_is_deleted_only_with_the_delete_permission(operator_client, operator,
+                                                                             django_user_model):
+    """Anyone who could save a view could delete everyone's; saving over another's was already refused."""
+    other = django_user_model.objects.create_user("other", password="other-pass-123")
+    theirs = SavedView.objects.create(name="Theirs", kind="list", query="q=a", created_by=other)
+    nobodys = SavedView.objects.create(name="Nobody's", kind="list", query="q=b", created_by=None)
+    strip = operator_client.get(reverse("runs:list")).content.decode()
+    assert reverse("runs:view_delete", args=[theirs.pk]) not in strip
+    assert reverse("runs:view_delete", args=[nobodys.pk]) in strip
+    refused = operator_client.post(reverse("runs:view_delete", args=[theirs.pk]), {"confirm": "yes"})
+    assert refused.status_code == 403 and b"needs the runs.delete_savedview permission" in refused.content
+    assert operator_client.post(reverse("runs:view_delete", args=[nobodys.pk]), {"confirm": "yes"}).status_code == 302
+    assert list(SavedView.objects.values_list("name", flat=True)) == ["Theirs"]
+
+    operator.user_permissions.add(Permission.objects.get(codename="delete_savedview"))
+    strip = operator_client.get(reverse("runs:list")).content.decode()
+    assert reverse("runs:view_delete", args=[theirs.pk]) in strip
+    assert operator_client.post(reverse("runs:view_delete", args=[theirs.pk]), {"confirm": "yes"}).status_code == 302
+    assert not SavedView.objects.exists()

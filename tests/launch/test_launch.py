@@ -4,6 +4,7 @@ saved configurations, permissions, the interrupted sweep. The engine really runs
 import json
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from runs.launch import dispatch, services
@@ -361,6 +362,29 @@ def test_saved_configurations_save_list_load_delete(operator_client):
     deleted = operator_client.post(reverse("runs:configuration_delete", args=[saved.pk]), {"confirm": "yes"})
     assert deleted.status_code == 302
     assert not SavedConfiguration.objects.exists()
+
+
+@pytest.mark.django_db
+def test_another_users_configuration_is_replaced_or_deleted_only_with_the_delete_permission(
+        operator_client, operator, django_user_model):
+    """Anyone who could launch could delete (or, asked once, replace) everyone's configurations."""
+    other = django_user_model.objects.create_user("other", password="other-pass-123")
+    fields = demo_form(operator_client, "review")
+    theirs = SavedConfiguration.objects.create(name="Theirs", spec={"agents": []}, created_by=other)
+    assert reverse("runs:configuration_delete", args=[theirs.pk]).encode() not in operator_client.get(
+        reverse("runs:configurations")).content
+    refused = operator_client.post(reverse("runs:configuration_delete", args=[theirs.pk]), {"confirm": "yes"})
+    assert refused.status_code == 403 and b"needs the runs.delete_savedconfiguration permission" in refused.content
+    fields.update({"action": ["save"], "configuration.name": ["Theirs"], "configuration.replace": [str(theirs.pk)]})
+    refused = operator_client.post(reverse("runs:new"), fields)
+    assert refused.status_code == 400 and b"Save yours under another name." in refused.content
+    assert SavedConfiguration.objects.get().spec == {"agents": []}
+
+    operator.user_permissions.add(Permission.objects.get(codename="delete_savedconfiguration"))
+    del fields["configuration.replace"]
+    assert operator_client.post(reverse("runs:new"), fields).status_code == 409  # asks first, as for one's own
+    deleted = operator_client.post(reverse("runs:configuration_delete", args=[theirs.pk]), {"confirm": "yes"})
+    assert deleted.status_code == 302 and not SavedConfiguration.objects.exists()
 
 
 # ---- htmx actions ------------------------------------------------------------------------------
