@@ -58,7 +58,7 @@ def save(*, name: str, kind: str, query: str, user) -> tuple[SavedView | None, s
 
 
 def of_kind(kind: str) -> list[SavedView]:
-    return list(SavedView.objects.filter(kind=kind).order_by("name")[:100])
+    return list(SavedView.objects.filter(kind=kind).select_related("created_by").order_by("name")[:100])
 
 
 def delete(view: SavedView) -> None:
