@@ -52,6 +52,7 @@ HEARTBEAT_SECONDS = 15  # as gg's own live stream: a beat while idle
 PASS_SECONDS = 0.05
 ANNOUNCE_SECONDS = 1.0  # without rows: at most one "something new" a second
 MAX_UNACKED = 2  # messages of rows in flight, unacknowledged
+STEER_MAX_CHARS = 256  # the longest steering message read
 HEARTBEAT_HTML = "<!-- heartbeat -->"  # a message with no elements: htmx swaps nothing
 
 
@@ -216,9 +217,12 @@ class FeedConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None):
-        """The page's steering (module docstring); anything else is ignored."""
+        """The page's steering (module docstring); anything else is ignored, a long message unread
+        (steering is a few dozen bytes; parsing Daphne's 1 MiB most took the event loop ~5 ms)."""
+        if text_data is None or len(text_data) > STEER_MAX_CHARS:
+            return
         try:
-            message = json.loads(text_data or "")
+            message = json.loads(text_data)
         except ValueError:
             return
         if not isinstance(message, dict):

@@ -80,6 +80,9 @@ async def test_detach_sends_no_rows_and_follow_resumes_from_the_seq_asked(cookie
     assert await receive_seqs(comm, 3) == [2, 3, 4]
     await comm.send_to(text_data="not json")  # ignored
     await comm.send_to(text_data=json.dumps({"follow": "x", "epoch": 3}))  # ignored
+    # A message longer than any steering is not read (a 1 MiB one took the event loop ~5 ms to parse).
+    await comm.send_to(text_data=json.dumps({"follow": False, "epoch": 4, "pad": " " * 256}))
+    assert await comm.receive_nothing(timeout=0.5)  # read, it would be answered with its epoch's marker
     await store(run, logs("five"))
     assert await receive_seqs(comm, 1) == [5]
     await comm.disconnect()
