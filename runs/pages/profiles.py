@@ -111,7 +111,7 @@ def profile_rows(run: Run, agents: list[Agent], key_of: dict | None = None) -> l
             "cost": cost, "cost_estimated": any(c["estimated"] for c in costs),
             "cost_share": _share(cost, run_cost),
             "peak_context": max(peaks) if peaks else None,
-            "mean_context": round(sum(peaks) / len(peaks)) if len(peaks) > 1 else None,
+            "mean_context": _mean(peaks) if len(peaks) > 1 else None,
             "calls_per_response": round(calls / turns, 2) if turns else None,
             "capabilities": _capabilities(profile),
             "withheld": sorted({str(t) for a in members for t in a.withheld}),
@@ -119,3 +119,11 @@ def profile_rows(run: Run, agents: list[Agent], key_of: dict | None = None) -> l
                         for n, k in sorted(offered.items())],
         })
     return rows
+
+
+def _mean(values):
+    """Their mean as a whole number; None past a float's range (a stream can report 1e308 tokens)."""
+    try:
+        return round(sum(values) / len(values))
+    except (OverflowError, ValueError):
+        return None

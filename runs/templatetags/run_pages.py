@@ -23,6 +23,7 @@ BAND_COLOURS = {
     "task_list": "#9c6fd6", "history": "#c9c7be",
 }
 CHART_HEIGHT = 160
+AXIS_MAX = 10**15  # tokens: the axis stops there (a stream can report 1e308, past a float's reach once scaled)
 BAR_GAP = 2
 CHART_TOP = 8  # room above the axis top's label
 AXIS_LEFT = 52  # room for the token labels
@@ -50,8 +51,8 @@ def context_chart(context):
     in the caption instead of flattening every bar."""
     turns = context["turns"]
     width = max(6, min(28, 900 // max(len(turns), 1)))
-    peak = context["peak"] or 1
-    limit = max((t["window"] for t in turns if t["window"]), default=None)
+    peak = min(context["peak"] or 1, AXIS_MAX)
+    limit = min(max((t["window"] for t in turns if t["window"]), default=None) or 0, AXIS_MAX) or None
     top = _nice(max(peak, limit) if limit and limit <= 2 * peak else peak)
     scale = CHART_HEIGHT / top
     bar_width = width - BAR_GAP if width > 4 else width
@@ -65,7 +66,7 @@ def context_chart(context):
                  + (f" of {format_tokens(turn['window'])}" if turn["window"] else "")]
         rects = []
         for band, tokens in turn["bands"]:
-            h = tokens * scale
+            h = min(tokens, AXIS_MAX) * scale
             y -= h
             title.append(f"{band} {format_tokens(tokens)}")
             rects.append(f'<rect x="{x}" y="{round(y, 2)}" width="{bar_width}" height="{round(h, 2)}" '

@@ -80,3 +80,10 @@ def percent(value):
     if 0 < value * 100 < 0.1:
         return f"{value * 100:.2g}%" if value * 100 >= 0.001 else "<0.001%"
     return f"{value * 100:.1f}%"
+
+
+@register.filter
+def pairs(mapping):
+    """A stream-keyed dict's (key, value) pairs: `d.items` in a template reads the key "items" first,
+    and a stream can name an operation, a model or a limit "items" (a 500 for the whole page)."""
+    return list(mapping.items()) if isinstance(mapping, dict) else []

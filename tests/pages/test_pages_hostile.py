@@ -108,10 +108,32 @@ def test_usage_near_a_floats_limit_leaves_every_page_answering(viewer_client, hu
                {"type": "agent_spawned", "agentId": "s1", "profileId": "p", "parentId": "root"},
                {"type": "turn_started", "agentId": "root"},
                {"type": "usage", "agentId": "root", "tokens": usage, "cost": huge},
-               {"type": "usage", "agentId": "root", "tokens": usage, "cost": huge}]
+               {"type": "usage", "agentId": "root", "tokens": usage, "cost": huge},
+               # Peaks of 1e308 in two agents: their mean and the chart's scale overflowed (a 500).
+               *({"type": "context_breakdown", "agentId": agent, "totalTokens": huge,
+                  "bySource": [{"source": "band", "tokens": huge}]} for agent in ("root", "s1"))]
     ingest.append(run, records)
     for name, args in PAGES:
         assert viewer_client.get(reverse(f"runs:{name}", args=(run.pk, *args))).status_code == 200, (name, args)
+
+
+def test_stream_keys_named_like_a_dicts_methods_leave_every_page_answering(viewer_client):
+    """An operation, a model or a limit named "items": the template's `d.items` read that key rather than
+    the method (a 500 on the Overview, and on the Analysis for every user while the run matched)."""
+    run = Run.objects.create(name="items", source=Run.Source.ENGINE)
+    records = [{"type": "session_started", "capabilitySet": {"limits": {"items": 3, "keys": 2}}},
+               {"type": "agent_spawned", "agentId": "root", "profileId": "p"},
+               {"type": "agent_spawned", "agentId": "s1", "profileId": "p", "parentId": "root"},
+               {"type": "turn_started", "agentId": "root"},
+               {"type": "api_call", "agentId": "root", "operation": "items"},
+               {"type": "api_result", "agentId": "root", "operation": "items", "ok": False, "failure": "items"},
+               {"type": "usage", "agentId": "root", "modelId": "items", "tokens": {"output": 10}},
+               {"type": "turn_timing", "agentId": "root", "modelMs": 100}]
+    ingest.append(run, records)
+    for name, args in PAGES:
+        assert viewer_client.get(reverse(f"runs:{name}", args=(run.pk, *args))).status_code == 200, (name, args)
+    analysis = viewer_client.get(reverse("runs:analysis"), {"source": "engine", "group": "arm"})
+    assert analysis.status_code == 200 and 'data-operation="items"' in analysis.content.decode()
 
 
 AGENT_IDS = ["a\nb", "a b", "a/b", "a?b#c", "a%2Fb", "x\r", "é☃", "<s>"]
