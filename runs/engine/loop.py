@@ -73,8 +73,9 @@ class Engine(Delegator):
         self.cost = 0.0  # summed usage cost (USD), for maxCost
         self.compactions = 0
         self.started = time.monotonic()
-        if spec.limits.max_runtime_secs:  # no host work (a shell, a search) outlasts the run's wall clock
+        if spec.limits.max_runtime_secs:  # no host work (a shell, a search, a write) outlasts the run's wall clock
             self.workspace.deadline = self.started + spec.limits.max_runtime_secs
+            self.workspace.budget = f"the run's wall-clock limit of {spec.limits.max_runtime_secs:g} s"
         self.workspace.interrupt = self._interrupt
         self.slots = {}  # (profile, model) -> summed tokens
         self.errors = {kind: 0 for kind in TURN_ERROR_KINDS}
@@ -94,7 +95,8 @@ class Engine(Delegator):
             base, path = self.workspace, self.worktrees.paths.get(agent.worktree)
             if path is not None:
                 base = Workspace(path, quota_bytes=self.workspace.quota_bytes, max_entries=self.workspace.max_entries)
-                base.deadline, base.interrupt = self.workspace.deadline, self.workspace.interrupt
+                base.deadline, base.budget = self.workspace.deadline, self.workspace.budget
+                base.interrupt = self.workspace.interrupt
             self._agent_workspaces[agent.id] = HookedWorkspace(base, agent)
         return self._agent_workspaces[agent.id]
 

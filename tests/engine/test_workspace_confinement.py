@@ -114,11 +114,14 @@ def test_the_search_is_linear_and_speaks_gg_regex(tmp_path):
 def test_host_work_stops_at_the_callers_deadline(tmp_path):
     ws = Workspace(tmp_path)
     ws.write_file("a.txt", "a\n" * 10_000)
-    with ws.until(time.monotonic() - 1):
-        for call in (lambda: ws.search("a"), lambda: ws.tree(), lambda: ws.shell("true")):
+    for i in range(1500):
+        ws.write_file(f"d/{i}", "")
+    with ws.until(time.monotonic() - 1, "the test's budget"):
+        for call in (lambda: ws.search("a"), lambda: ws.tree(), lambda: ws.shell("true"), lambda: ws.list_dir("d"),
+                     lambda: ws.write_file("b.txt", "b" * (5 * 1024 * 1024))):
             with pytest.raises(ToolError) as late:
                 call()
-            assert late.value.code == "limit-exceeded"
+            assert late.value.code == "limit-exceeded" and "the test's budget" in late.value.message
     assert ws.deadline is None and len(ws.search("a")) == 50
 
 

@@ -5,6 +5,8 @@ variants as (case, payload)). A handler raises ToolError for a failed call; the 
 already emitted api_call and asked the gate before a handler runs.
 """
 
+import contextlib
+
 from runs.engine.tools import docs
 from runs.engine.tools.errors import ToolError, bounded
 from runs.engine.tools.context_views import SEARCH_RESULTS, docs_view, file_view, text_view
@@ -12,6 +14,18 @@ from runs.engine.tools.workspace import shell_records
 from surfaces.catalogue import BY_ID, OPERATIONS
 
 HANDLERS = {}
+BLOCKING = {"delegation.wait_for_subagents", "board.wait_for_issue"}  # calls during which other agents take their turns
+# A call's host work (a listing, a walk, a write) stops this long before the program's deadline, so the
+# program still runs to meet the call's limit-exceeded error: at the deadline the epoch stops the guest.
+REPORT_SECS = 0.1
+
+
+def host_clock(m, op_id):
+    """What bounds a call's host work: the program's budget, less the moment the program needs to see
+    a call cut short; nothing for a wait, whose budget stops while other agents run."""
+    if op_id in BLOCKING:
+        return contextlib.nullcontext()
+    return m.ctx.workspace.until(m.deadline - REPORT_SECS, m.budget)
 
 
 def handles(op_id):
@@ -28,7 +42,7 @@ def _shell(m, command, timeout_secs):
     budget = m.remaining()
     timeout = min(timeout_secs, budget) if timeout_secs is not None else budget
     if timeout <= 0:
-        raise ToolError("limit-exceeded", "the program's wall-clock budget is spent")
+        raise ToolError("limit-exceeded", f"{m.budget} is spent")
     result, record = m.ctx.workspace.shell(command, timeout, **m.ctx.shell_bounds)
     for kind, fields in shell_records(result, record):
         m.emit({"type": kind, **fields})

@@ -11,7 +11,6 @@ turn close, and `model_messages`: exactly what the model is told). The `code_exe
 the operator's log lines have already been emitted through ctx.emit.
 """
 
-import contextlib
 import re
 import time
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from surfaces.arms import spell
 from surfaces.catalogue import BY_ID, ENDINGS
 from surfaces.grants import Grants
 from runs.engine.sandbox import model_text as messages
-from runs.engine.sandbox.handlers import HANDLERS
+from runs.engine.sandbox.handlers import BLOCKING, HANDLERS, host_clock
 from runs.engine.store_records import StoreRecords
 from runs.engine.sandbox.typescript import lib_entries as typescript_lib_entries, lib_key
 from runs.engine.tools import docs
@@ -38,7 +37,6 @@ MAX_LOG_LINES, MAX_LOG_BYTES, MAX_LOG_LINE_BYTES = 200, 16 * 1024, 2 * 1024
 SUMMARY_PREVIEW_BYTES = 160
 DEFAULT_TIMEOUT_SECS = 30
 DEFAULT_MAX_MEMORY_BYTES = 256 * 1024 * 1024
-BLOCKING = {"delegation.wait_for_subagents", "board.wait_for_issue"}  # calls during which other agents take their turns
 
 
 def python_key(name):
@@ -140,6 +138,7 @@ class Membrane:
     def __init__(self, ctx, outcome):
         self.ctx, self.outcome = ctx, outcome
         self.deadline = time.monotonic() + ctx.timeout_secs
+        self.budget = f"the program's wall-clock budget of {ctx.timeout_secs:g} s"
         self.blocked_seconds = 0.0  # time spent blocked in a wait: the program's budget does not run
         self.described = self.calls_suppressed = 0
         self.refusals = self.refusals_suppressed = 0
@@ -220,13 +219,11 @@ class Membrane:
             if complaint is not None:
                 raise ToolError("invalid-argument", complaint)
             if time.monotonic() > self.deadline:
-                raise ToolError("limit-exceeded", f"the program's wall-clock budget of {self.ctx.timeout_secs:g} s is spent")
+                raise ToolError("limit-exceeded", f"{self.budget} is spent")
             handler = HANDLERS[op_id]
             if BY_ID[op_id].tool is not None:
                 self.outcome.tool_calls += 1
-            # Host work ends with the program's budget; a wait's budget stops while other agents run.
-            bound = contextlib.nullcontext() if op_id in BLOCKING else self.ctx.workspace.until(self.deadline)
-            with bound:
+            with host_clock(self, op_id):
                 result = ("ok", handler(self, **args))
         except ToolError as exc:
             result = ("err", {"code": exc.code, "operation": BY_ID[op_id].key, "message": exc.message})

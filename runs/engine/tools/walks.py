@@ -4,8 +4,8 @@ Walks list real directories and plain files only (runs.engine.tools.plain): a sy
 link in the workspace is never followed. The search query is gg's: a Rust `regex`, which is an
 RE2-style linear-time engine; it runs here on google-re2 (UTF-8, Perl classes, no backreferences or
 look-around — the same things Rust's regex refuses), so no query costs more than linear time per
-line. Every file and every few thousand lines the caller's clock (`Workspace.until`) is checked,
-and no single call into RE2 sees more than one line, so the GIL is never held for long.
+line. Every directory, file and few thousand entries or lines the caller's clock (`Workspace.until`)
+is checked, and no single call into RE2 sees more than one line, so the GIL is never held for long.
 """
 
 import fnmatch
@@ -79,7 +79,7 @@ def tree(ws, path=None, depth=None):
     def walk(directory, level):
         nonlocal size
         ws.check_clock("the tree")
-        dirs, files = scan_plain(directory)
+        dirs, files = scan_plain(directory, lambda: ws.check_clock("the tree"))
         for entry, is_dir in [(d, True) for d in dirs] + [(f, False) for f in files]:
             if _skip(entry.name, patterns):
                 continue
@@ -102,7 +102,7 @@ def _files(ws, directory, patterns):
     stack = [directory]
     while stack:
         ws.check_clock("the search")
-        dirs, files = scan_plain(stack.pop())
+        dirs, files = scan_plain(stack.pop(), lambda: ws.check_clock("the search"))
         stack += [d.path for d in reversed(dirs) if not _skip(d.name, patterns)]
         yield from (f.path for f in files if not _skip(f.name, patterns))
 
@@ -116,6 +116,7 @@ def search(ws, query, path=None, limit=None):
     files = [str(full)] if full.is_file() else _files(ws, str(full), ignored(ws))
     matches = []
     for file in files:
+        ws.check_clock("the search")
         try:
             raw, cut = read_plain(file, SEARCH_FILE_BYTES)
             if cut:

@@ -5,15 +5,19 @@ symlink) is `invalid-argument` — the same class gg gives it. Files are read an
 they are plain single-link regular files (runs.engine.tools.plain), walks never follow a link, the
 shell runs confined (runs.engine.tools.confined), and writes are held to the run's quota.
 
-Host work is bounded by the caller's clock: `with workspace.until(deadline):` makes walks and
-searches stop with `limit-exceeded` once the monotonic `deadline` passes, and clamps a shell's
-timeout to it; `interrupt` (set by the engine: a cancel, the run's wall clock) stops a running shell.
+Host work is bounded by the caller's clock: `with workspace.until(deadline, budget):` makes
+listings, walks, searches and writes stop with `limit-exceeded` naming `budget` once the monotonic
+`deadline` passes (checked every few thousand entries or every chunk written), and clamps a
+shell's timeout to it; `interrupt` (set by the engine: a cancel, the run's wall clock) stops a
+running shell.
 """
 
 import contextlib
 import os
 import stat
+import tempfile
 import time
+from operator import itemgetter
 from pathlib import Path
 
 from django.conf import settings
@@ -21,13 +25,17 @@ from django.conf import settings
 from runs.engine.tools.errors import ToolError
 from runs.engine.tools.confined import ConfinementUnavailable, DiskWatch, Limits, run_confined
 from runs.engine.tools import walks
-from runs.engine.tools.plain import read_plain, refusal
+from runs.engine.tools.plain import listing, read_plain, refusal
 
 READ_BYTES_CEILING = 256 * 1024  # a text read stops here (byte-truncated)
 SHELL_TAIL_CHARS = 16_384  # the shell telemetry record keeps this much of each stream
 SHELL_OUTPUT_CHARS = 4096  # what the caller is handed (capability param maxChars' default)
 SHELL_OUTPUT_LINES = 250  # ... and at most this many of its last lines (capability param maxLines' default)
 DEFAULT_SHELL_TIMEOUT = 120.0
+WRITE_CHUNK_BYTES = 4 * 1024 * 1024  # a write looks at the clock between two chunks
+# A listing's entries are handed on after the clock stops looking (a program's result, ~20 µs an entry;
+# a tool's JSON): 124,000 of them took 2.2 s to hand to a program alone, and longer beside other runs.
+LIST_MAX_ENTRIES = 10_000
 DEFAULT_QUOTA_BYTES, DEFAULT_MAX_ENTRIES = 1024 ** 3, 250_000
 # A shell command's workspace is measured again (a walk) each time its filesystem has gained what the
 # quota had left, in bytes or in entries (inodes), or this much where that is less (confined.DiskWatch).
@@ -65,24 +73,26 @@ class Workspace:
         self.max_entries = _setting("GG_WORKSPACE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES) if max_entries is None \
             else max_entries
         self._usage = None  # (bytes of the regular files, entries) under the root; None until measured
-        self.deadline = None  # monotonic time after which walks and searches stop (see until())
+        self.deadline = None  # monotonic time after which host work stops (see until())
+        self.budget = "the wall-clock budget"  # what the deadline ends, as the error names it
         self.interrupt = None  # () -> None | reason: a running shell is killed when it gives a reason
 
     # -- the caller's clock ------------------------------------------------------------------
     @contextlib.contextmanager
-    def until(self, deadline):
-        """Bound the host work done inside the block by `deadline` as well (the earlier one holds; the
-        outer bound is back when the block ends)."""
-        outer = self.deadline
-        self.deadline = deadline if outer is None else min(outer, deadline)
+    def until(self, deadline, budget):
+        """Bound the host work done inside the block by `deadline` as well, the end of `budget` (the
+        earlier one holds; the outer bound is back when the block ends)."""
+        outer = self.deadline, self.budget
+        if self.deadline is None or deadline < self.deadline:
+            self.deadline, self.budget = deadline, budget
         try:
             yield
         finally:
-            self.deadline = outer
+            self.deadline, self.budget = outer
 
     def check_clock(self, what):
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise ToolError("limit-exceeded", f"the wall-clock budget ran out during {what}")
+            raise ToolError("limit-exceeded", f"{what} was cut short: {self.budget} ran out")
 
     # -- paths -------------------------------------------------------------------------------
     def resolve(self, path, *, must_exist=False):
@@ -162,32 +172,55 @@ class Workspace:
                 "byte_truncated": truncated}
 
     def _writable(self, full, path):
-        """The size of the plain file at `full` (0 when there is none); ToolError for anything else."""
+        """The lstat of the plain file at `full` (None when there is none); ToolError for anything else."""
         try:
             st = os.lstat(full)
         except FileNotFoundError:
-            return 0
+            return None
         if stat.S_ISDIR(st.st_mode):
             raise ToolError("invalid-argument", f"{path} is a directory")
         problem = refusal(st, path)
         if problem:
             raise ToolError("invalid-argument", problem)
-        return st.st_size
+        return st
 
     def _store(self, full, path, data):
-        old = self._writable(full, path)
-        created = 0 if old or full.exists() else _missing(full)
+        """Write `data` to a new file beside `full`, in chunks with the clock looked at between two, and
+        rename it over `full` once whole: a write cut short (the clock, a full disk) leaves `full` as it
+        was, only the directories it created standing (empty)."""
+        st = self._writable(full, path)
+        old = st.st_size if st else 0
+        created = 0 if st else _missing(full)
         self.charge(len(data) - old, created)
+        partial = None
         try:
             full.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            fd, partial = tempfile.mkstemp(prefix=".gg-write-", dir=full.parent)
             with os.fdopen(fd, "wb") as out:
-                out.write(data)
+                os.fchmod(fd, stat.S_IMODE(st.st_mode) if st else 0o644)  # a replaced file keeps its mode
+                chunks = memoryview(data)
+                for start in range(0, len(data), WRITE_CHUNK_BYTES):
+                    if start:
+                        self.check_clock("the write")
+                    out.write(chunks[start:start + WRITE_CHUNK_BYTES])
+            os.replace(partial, full)
         except OSError as exc:
+            self._discard(partial)
             self._usage = None
             raise ToolError("io-error", f"{path} could not be written: {exc.strerror}") from None
+        except ToolError as exc:  # the clock
+            self._discard(partial)
+            if self._usage is not None and created:  # the file is not there; the directories above it are
+                self._usage = (self._usage[0], self._usage[1] + created - 1)
+            raise ToolError(exc.code, f"{exc.message}; {path} is as it was before the call") from None
         if self._usage is not None:
             self._usage = (self._usage[0] + len(data) - old, self._usage[1] + created)
+
+    @staticmethod
+    def _discard(partial):
+        if partial is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
 
     def write_file(self, path, contents):
         full = self.resolve(path)
@@ -213,10 +246,14 @@ class Workspace:
         if not full.is_dir():
             raise ToolError("invalid-argument", f"{path} is not a directory")
         entries = []
-        for child in sorted(os.scandir(full), key=lambda e: e.name):
+        for child in listing(full, lambda: self.check_clock("the listing")):
+            if len(entries) == LIST_MAX_ENTRIES:
+                raise ToolError("limit-exceeded", f"a listing holds at most {LIST_MAX_ENTRIES:,} entries, and "
+                                                  f"{self.relative(full)} holds more")
             kind = ("directory" if child.is_dir(follow_symlinks=False) else
                     "file" if child.is_file(follow_symlinks=False) else "other")  # a link is "other"
             entries.append({"name": child.name, "kind": kind})
+        entries.sort(key=itemgetter("name"))
         return entries
 
     def tree(self, path=None, depth=None):
@@ -234,15 +271,15 @@ class Workspace:
         """Files, directories and links under the root: each holds one of the filesystem's inodes."""
         return self._measured()[1]
 
-    def _measured(self):
+    def _measured(self, check=None):
         """(bytes, entries), measured once and then kept up to date. A regular file's bytes count once
         whatever its links (a shell's `ln` after each write had taken a workspace 480 MB past a 64 MiB
-        quota with a usage of 0)."""
+        quota with a usage of 0). `check` stops the measuring walk (see plain.listing)."""
         if self._usage is None:
             total, entries, linked, stack = 0, 0, set(), [self._root]
             while stack:
                 try:
-                    found = list(os.scandir(stack.pop()))
+                    found = list(listing(stack.pop(), check))
                 except OSError:
                     continue
                 entries += len(found)
@@ -263,6 +300,7 @@ class Workspace:
         return self._usage
 
     def charge(self, delta, created=0):
+        self._measured(lambda: self.check_clock("measuring the workspace"))  # a walk of it, when unknown
         if delta > 0 and self.usage() + delta > self.quota_bytes:
             raise ToolError("limit-exceeded", f"the workspace quota of {self.quota_bytes:,} bytes would be exceeded "
                                               f"({self.usage():,} bytes are in use)")
@@ -303,7 +341,7 @@ class Workspace:
         if self.deadline is not None:
             timeout = min(timeout, self.deadline - time.monotonic())
             if timeout <= 0:
-                raise ToolError("limit-exceeded", "the wall-clock budget is spent")
+                raise ToolError("limit-exceeded", f"{self.budget} is spent")
         watch = DiskWatch(self._root, self._allowance(), self._check)
         limits = Limits(file_bytes=max(0, self.quota_bytes - self.usage()))
         try:
