@@ -2,9 +2,11 @@
 directory and its 200 MB write ran to ~62 s of a 30 s budget beside other runs: the epoch stops guest
 code only, and the host work ran on. Now a call's host work looks at the program's clock (listings,
 walks, the quota's walk, writes in chunks) and stops a moment before the deadline so that the program
-meets the call's limit-exceeded error; and a listing is bounded, since handing it on is not clocked."""
+meets the call's limit-exceeded error; a listing is bounded, since handing it on is not clocked; and
+the epoch counts the time that passed, not the ticker's wakes."""
 
 import os
+import threading
 import time
 
 import pytest
@@ -72,6 +74,29 @@ def test_a_write_cut_short_leaves_the_workspace_as_it_was(tmp_path):
     assert (ws.usage(), ws.entries()) == (before[0], before[1] + 2)
     ws._usage = None  # what the workspace counted is what a walk finds
     assert (ws.usage(), ws.entries()) == (before[0], before[1] + 2)
+
+
+def test_the_budget_holds_beside_busy_threads(tmp_path):
+    """The epoch ticker needs the GIL to wake: beside two busy threads (other runs' host work) it woke
+    late, and a 1 s program spinning in guest code ran ~4 s."""
+    stop = threading.Event()
+
+    def busy():
+        while not stop.is_set():
+            sum(range(100))
+
+    threads = [threading.Thread(target=busy) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        started = time.monotonic()
+        result = run(context(tmp_path, timeout_secs=1), "while True: pass")
+        elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert result.outcome.error_type == "sandbox_timeout" and elapsed < 1.8, elapsed
 
 
 @pytest.mark.django_db
