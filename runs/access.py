@@ -166,7 +166,8 @@ def return_path(request, target: str, fallback: str) -> str:
 
 
 def may_launch(user) -> bool:
-    """Launch, re-run or cancel a run, save a configuration or a view (see may_remove_saved)."""
+    """Launch, re-run or cancel a run, import a stream, save a configuration or a view (see
+    may_remove_saved)."""
     return user.has_perm(LAUNCH_PERMISSION)
 
 
@@ -202,6 +203,8 @@ def run_write_problem(run: Run, user) -> str:
         return f"Run {run.name!r} was launched: it takes records only from its engine."
     if user is None or getattr(user, "is_superuser", False) or run.created_by_id == user.pk:
         return ""
+    if run.created_by_id is None:  # a run `manage.py ingest` stored, or whose user is gone
+        return f"Run {run.name!r} has no owner: only a superuser can add records to it."
     return f"Run {run.name!r} belongs to another user: only they can add records to it."
 
 

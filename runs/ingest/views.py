@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs.access import may_delete_runs, may_end_runs, return_path, run_or_404
+from runs.access import may_delete_runs, may_end_runs, may_launch, return_path, run_or_404
 from runs.ingest import deletion, services, writer
 from runs.ingest.forms import ImportForm
 from runs.models import Run
@@ -24,6 +24,8 @@ REJECTIONS_LISTED = 1000  # rows of the upload form's rejected-lines table
 
 @require_http_methods(["GET", "POST"])
 def run_import(request):
+    if not may_launch(request.user):  # an import adds a run, as a launch does
+        raise PermissionDenied("Importing a stream needs the runs.add_run permission (as launching does).")
     result = run = None
     if request.method == "POST":
         form = ImportForm(request.POST, request.FILES)

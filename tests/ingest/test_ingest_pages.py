@@ -95,20 +95,20 @@ def test_download_link_returns_the_stored_stream(viewer_client):
     assert b"".join(response.streaming_content) == REAL_MOCK.read_bytes()
 
 
-def test_upload_form_reports_counts_and_rejected_lines(viewer_client):
-    assert viewer_client.get(reverse("runs:import")).status_code == 200
+def test_upload_form_reports_counts_and_rejected_lines(operator_client):
+    assert operator_client.get(reverse("runs:import")).status_code == 200
     upload = SimpleUploadedFile("tail.ndjson", (STREAMS / "malformed_tail.ndjson").read_bytes())
-    response = viewer_client.post(reverse("runs:import"), {"file": upload, "name": ""})
+    response = operator_client.post(reverse("runs:import"), {"file": upload, "name": ""})
     html = response.content.decode()
     assert response.status_code == 200
     assert 'id="result-stored">stored 6<' in html and 'id="result-rejected">rejected 5<' in html
     for number, reason in [(7, "blank line"), (9, "not a JSON object (a JSON array)"), (10, "not a JSON object (a JSON string)")]:
         assert f'<td class="num">{number}</td><td>{reason}</td>' in html
     run = Run.objects.get(name="tail")
-    assert run.created_by.username == "viewer" and run.last_seq == 6
+    assert run.created_by.username == "operator" and run.last_seq == 6
     # the same file into the same run: nothing stored twice
     upload = SimpleUploadedFile("tail.ndjson", (STREAMS / "malformed_tail.ndjson").read_bytes())
-    html = viewer_client.post(reverse("runs:import"), {"file": upload, "name": "tail"}).content.decode()
+    html = operator_client.post(reverse("runs:import"), {"file": upload, "name": "tail"}).content.decode()
     assert "stored 0" in html and "6 already stored" in html
     assert Run.objects.get(name="tail").last_seq == 6
     assert 'value="tail"' not in html  # a blank form: the next file goes into this run only if named so
@@ -119,39 +119,39 @@ def test_upload_form_reports_counts_and_rejected_lines(viewer_client):
     ("tail.ndjson", "12", "A run name cannot be digits alone"),
     ("tail.ndjson", "a/b", "A run name cannot hold &#x27;/&#x27;"),
 ])
-def test_an_import_refuses_a_name_no_address_reaches(viewer_client, file_name, name, said):
+def test_an_import_refuses_a_name_no_address_reaches(operator_client, file_name, name, said):
     upload = SimpleUploadedFile(file_name, (STREAMS / "malformed_tail.ndjson").read_bytes())
-    html = viewer_client.post(reverse("runs:import"), {"file": upload, "name": name}).content.decode()
+    html = operator_client.post(reverse("runs:import"), {"file": upload, "name": name}).content.decode()
     assert said in html and not Run.objects.exists()
 
 
-def test_upload_result_reads_its_counts_with_thousands_separators(viewer_client):
+def test_upload_result_reads_its_counts_with_thousands_separators(operator_client):
     lines = b"".join(b'{"type":"log","message":"line %d"}\n' % n for n in range(1234)) + b"[]\n" * 1001
-    html = viewer_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("many.ndjson", lines),
+    html = operator_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("many.ndjson", lines),
                                                        "name": ""}).content.decode()
     assert 'id="result-stored">stored 1,234<' in html and 'id="result-rejected">rejected 1,001<' in html
     assert "of 2,235 lines." in html
 
 
-def test_the_upload_form_says_how_big_a_file_it_takes(viewer_client, settings):
+def test_the_upload_form_says_how_big_a_file_it_takes(operator_client, settings):
     settings.GG_MAX_REQUEST_BYTES = 3 * 1024 ** 2
-    html = viewer_client.get(reverse("runs:import")).content.decode()
+    html = operator_client.get(reverse("runs:import")).content.decode()
     assert 'id="import-max">3.0\xa0MB</span> (<code>GG_MAX_REQUEST_BYTES</code>)' in html
 
 
-def test_upload_without_a_file_is_a_form_error(viewer_client):
-    response = viewer_client.post(reverse("runs:import"), {"name": "x"})
+def test_upload_without_a_file_is_a_form_error(operator_client):
+    response = operator_client.post(reverse("runs:import"), {"name": "x"})
     assert response.status_code == 200
     assert "This field is required" in response.content.decode()
     assert not Run.objects.filter(name="x").exists()
 
 
-def test_upload_form_lists_a_bounded_number_of_rejections_and_counts_them_all(viewer_client, monkeypatch):
+def test_upload_form_lists_a_bounded_number_of_rejections_and_counts_them_all(operator_client, monkeypatch):
     from runs.ingest import views
 
     monkeypatch.setattr(views, "REJECTIONS_LISTED", 3)
     upload = SimpleUploadedFile("tail.ndjson", (STREAMS / "malformed_tail.ndjson").read_bytes())
-    html = viewer_client.post(reverse("runs:import"), {"file": upload, "name": ""}).content.decode()
+    html = operator_client.post(reverse("runs:import"), {"file": upload, "name": ""}).content.decode()
     assert 'id="result-rejected">rejected 5<' in html
     table = html[html.index('id="rejections"'):html.index("</table>", html.index('id="rejections"'))]
     assert table.count("<tr><td") == 3
@@ -165,3 +165,14 @@ def test_run_page_says_when_it_lists_only_the_first_rejected_lines(viewer_client
     monkeypatch.setattr(overview.run_rejected_lines, "__kwdefaults__", {"limit": 2})
     html = viewer_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
     assert "the first 2 of 5" in html
+
+
+def test_importing_needs_the_permission_launching_does(viewer_client):
+    """Every other write answered a viewer 403; the upload form created runs for anyone signed in."""
+    import_stream(REAL_MOCK)
+    assert "Import a stream" not in viewer_client.get(reverse("runs:list")).content.decode()
+    assert viewer_client.get(reverse("runs:import")).status_code == 403
+    upload = SimpleUploadedFile("tail.ndjson", (STREAMS / "malformed_tail.ndjson").read_bytes())
+    refused = viewer_client.post(reverse("runs:import"), {"file": upload, "name": "mine"})
+    assert refused.status_code == 403 and b"needs the runs.add_run permission" in refused.content
+    assert not Run.objects.filter(name="mine").exists()

@@ -70,22 +70,22 @@ def test_delete_needs_the_permission_and_a_confirmation(client, operator, django
 
 
 @pytest.mark.parametrize("body", [PNG, b"\n\n", b"   "])
-def test_an_upload_that_stores_nothing_creates_no_run(viewer_client, body):
+def test_an_upload_that_stores_nothing_creates_no_run(operator_client, body):
     upload = SimpleUploadedFile("picture.png", body)
-    html = viewer_client.post(reverse("runs:import"), {"file": upload, "name": ""}).content.decode()
+    html = operator_client.post(reverse("runs:import"), {"file": upload, "name": ""}).content.decode()
     assert 'id="result-no-run"' in html and "stored 0" in html
     assert not Run.objects.filter(name="picture").exists()
 
 
-def test_an_empty_upload_is_refused_by_the_form_and_creates_no_run(viewer_client):
-    html = viewer_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("e.ndjson", b""), "name": ""}).content.decode()
+def test_an_empty_upload_is_refused_by_the_form_and_creates_no_run(operator_client):
+    html = operator_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("e.ndjson", b""), "name": ""}).content.decode()
     assert "The submitted file is empty." in html
     assert not Run.objects.exists()
 
 
-def test_an_upload_of_nothing_into_an_existing_run_keeps_it(viewer_client):
+def test_an_upload_of_nothing_into_an_existing_run_keeps_it(operator_client):
     run = Run.objects.create(name="existing")
-    viewer_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("x.png", PNG), "name": "existing"})
+    operator_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("x.png", PNG), "name": "existing"})
     assert Run.objects.filter(pk=run.pk).exists()
 
 

@@ -7,6 +7,7 @@ import hashlib
 import json
 
 import pytest
+from django.contrib.auth.models import Permission
 
 from runs.feed.html import render_rows
 from runs.feed.windows import FIELD_CHARS, WINDOW_CHARS, read_window
@@ -152,7 +153,9 @@ def test_writes_only_into_a_run_the_user_may_write(client, django_user_model):
         assert response.status_code == 403 and run.name in response.json()["error"], (run.name, user)
     launched.refresh_from_db()
     assert launched.status == "running" and launched.last_seq == 0  # a forged session_ended changed nothing
+    assert "has no owner: only a superuser" in post(unowned, owner).json()["error"]
     # the upload form refuses the same way, by name
+    other.user_permissions.add(Permission.objects.get(codename="add_run"))  # importing needs it
     client.force_login(other)
     from django.core.files.uploadedfile import SimpleUploadedFile
 
