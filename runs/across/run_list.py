@@ -42,6 +42,7 @@ COLUMNS = {
 }
 
 
+TEXT_COLUMNS, TIME_COLUMNS = {"name", "status", "source"}, {"received", "started"}  # the rest are numbers
 LIST_UNREAD = ("facts__refusals_by_agent", "facts__peak_context", "facts__agents")
 
 
@@ -55,12 +56,19 @@ def encode_cursor(value, pk: int) -> str:
     return base64.urlsafe_b64encode(json.dumps([value, pk]).encode()).decode().rstrip("=")
 
 
-def decode_cursor(text: str):
+def decode_cursor(text: str, column: str):
+    """(sort value, pk) of a page link for a list sorted by `column`; BadCursor for anything this list
+    would not have made (a value of another column's kind reached the database: a 500)."""
     try:
         value, pk = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-        if isinstance(value, dict):
+        if column in TIME_COLUMNS:
             value = datetime.fromisoformat(value["t"])
-        if not isinstance(pk, int) or not isinstance(value, (int, float, str, datetime)):
+        elif column in TEXT_COLUMNS:
+            if not isinstance(value, str):
+                raise TypeError
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) < 2 ** 63:
+            raise TypeError  # a number a column holds (a NaN fails the comparison too)
+        if isinstance(pk, bool) or not isinstance(pk, int) or not 0 <= pk < 2 ** 63:
             raise TypeError
     except (ValueError, TypeError, KeyError):
         raise BadCursor("That page link is not one this list made; showing the first page.") from None
@@ -96,9 +104,9 @@ def run_list_page(f: RunFilter, *, sort: str = "", after: str = "", before: str 
     problem, cursor, backwards = "", None, False
     try:
         if after:
-            cursor = decode_cursor(after)
+            cursor = decode_cursor(after, column)
         elif before:
-            cursor, backwards = decode_cursor(before), True
+            cursor, backwards = decode_cursor(before, column), True
     except BadCursor as exc:
         problem = str(exc)
     forward_desc = desc != backwards  # reading towards the start flips the order

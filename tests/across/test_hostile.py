@@ -1,5 +1,8 @@
 """Hostile query strings on the across pages: a clear message or an empty result, never a 500."""
 
+import base64
+import json
+
 import pytest
 from django.urls import reverse
 
@@ -49,3 +52,16 @@ def test_the_last_and_first_days_there_are_filter_without_failing(viewer_client)
         for fmt in ("", "json", "csv"):
             assert viewer_client.get(reverse("runs:analysis"), {**query, "format": fmt}).status_code == 200
         assert [n for n, _ in rows(viewer_client.get(reverse("runs:list"), query).content, "data-run")] == expected
+
+
+@pytest.mark.parametrize("value, pk, sort", [
+    ("x", 1, ""), (1, 10**30, ""), ({"t": "2026-01-01T00:00:00"}, 1, "name"), (10**30, 1, "cost"), (1.5, True, "turns"),
+    ({"t": 5}, 1, "started"), ("x", 1, "tokens")])
+def test_a_tampered_page_link_shows_the_first_page_saying_so(viewer_client, value, pk, sort):
+    """A link's sort value of another column's kind, or past a database integer, was a 500."""
+    import_stream(STREAMS / "multi_agent.ndjson", "kept")
+    after = base64.urlsafe_b64encode(json.dumps([value, pk]).encode()).decode().rstrip("=")
+    response = viewer_client.get(reverse("runs:list"), {"after": after, "sort": sort})
+    assert response.status_code == 200
+    assert "That page link is not one this list made" in response.content.decode()
+    assert [n for n, _ in rows(response.content, "data-run")] == ["kept"]
