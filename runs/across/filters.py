@@ -81,6 +81,10 @@ def parse(query) -> RunFilter:
     problems = []
     f = RunFilter(q=_text(query.get("q", "")), problems=problems)
     f.status = _values(query, "status")
+    for s in f.status:  # kept: a stream's session_ended may name a status of its own
+        if s not in STATUSES:
+            problems.append(f"Unknown status {s!r} (the statuses are {', '.join(STATUSES)}): only runs whose "
+                            "stream ended with exactly that word match.")
     for s in _values(query, "source"):
         if s in Run.Source.values:
             f.source.append(s)

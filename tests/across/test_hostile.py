@@ -65,3 +65,11 @@ def test_a_tampered_page_link_shows_the_first_page_saying_so(viewer_client, valu
     assert response.status_code == 200
     assert "That page link is not one this list made" in response.content.decode()
     assert [n for n, _ in rows(response.content, "data-run")] == ["kept"]
+
+
+def test_an_unknown_status_filter_says_so(viewer_client):
+    """An unknown source was named as such; an unknown status showed "0 runs" and nothing else."""
+    import_stream(STREAMS / "multi_agent.ndjson", "kept")
+    html = viewer_client.get(reverse("runs:list"), {"status": "bogus"}).content.decode()
+    assert "Unknown status &#x27;bogus&#x27; (the statuses are " in html and 'data-run="kept"' not in html
+    assert "Unknown status" not in viewer_client.get(reverse("runs:list"), {"status": "completed"}).content.decode()
