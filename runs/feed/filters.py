@@ -15,7 +15,7 @@ from django.db.models.expressions import RawSQL
 
 from runs.feed import search
 from runs.feed.rows import KINDS, PANEL_KINDS, RENDERERS
-from runs.stream.vocabulary import SHORT_MAX, UNCLASSIFIED
+from runs.stream.vocabulary import ID_MAX, SHORT_MAX, UNCLASSIFIED
 
 # The event types each row kind comes from (runs.feed.rows.RENDERERS); "other" is every type the
 # feed shows raw.
@@ -51,15 +51,17 @@ class FeedFilter:
 
     @classmethod
     def parse(cls, params):
-        """From a QueryDict or a parse_qs dict; an unknown kind is no kind filter."""
-        def get(name):
+        """From a QueryDict or a parse_qs dict; an unknown kind is no kind filter. An agent, operation or
+        failure class is matched exactly (an agent id may begin or end with spaces: trimmed, it matched
+        nothing, and an id of spaces alone was no filter at all)."""
+        def get(name, limit=ID_MAX):
             value = params.get(name, "")
             value = value[0] if isinstance(value, list) else value
-            return str(value or "").strip()[:200]
+            return str(value or "")[:limit]
 
-        kind = get("kind")
+        kind = get("kind").strip()
         return cls(agent=get("agent"), kind=kind if kind in KINDS else "", op=get("op"),
-                   failed=get("failed") in ("1", "on", "true", "yes"), failure=get("failure")[:SHORT_MAX],
+                   failed=get("failed").strip() in ("1", "on", "true", "yes"), failure=get("failure", SHORT_MAX),
                    q=" ".join(search.words(get("q"))))
 
     @property

@@ -6,9 +6,12 @@ import re
 
 import pytest
 
+from runs.feed.filters import FeedFilter
+from runs.feed.history import page
 from runs.feed.windows import FeedRenderer
 from runs.ingest.writer import append, append_lines
 from runs.models import Run
+from tests.feed_helpers import seqs
 
 pytestmark = pytest.mark.django_db
 
@@ -183,3 +186,12 @@ def test_every_gg_type_is_either_a_row_or_a_panel_never_unknown():
     from runs.stream.vocabulary import GG_TYPES
 
     assert GG_TYPES - set(RENDERERS) - PANEL_KINDS == set()
+
+
+def test_an_agent_filter_matches_the_id_exactly_spaces_and_all():
+    """Trimmed, an id with spaces at its ends matched nothing, and an id of spaces alone was no filter."""
+    run = Run.objects.create(name="spaced")
+    append(run, [{"type": "log", "agentId": agent, "message": f"from {agent!r}"}
+                 for agent in (" lead-and-trail ", "   ", "root")])
+    for agent, seq in ((" lead-and-trail ", 1), ("   ", 2), ("root", 3)):
+        assert seqs(page(run.pk, FeedFilter.parse({"agent": [agent]}), rows=10).html) == [seq], repr(agent)
