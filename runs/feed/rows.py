@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 
 from runs.stream.usage import format_tokens
-from runs.stream.record import clock, log_level
+from runs.stream.record import as_text, clock, log_level
 
 ARGS_LIMIT = 160  # compact JSON arguments, as gg's console cuts them
 
@@ -187,10 +187,10 @@ DISPOSITION_WORDS = (("carried", "carried"), ("copied", "copied"), ("linked", "l
 
 def _transition(ctx, ev, rec):
     kind = rec.get("kind")
-    to = rec.get("toAgentId") or "?"
+    to = as_text(rec.get("toAgentId")) or "?"  # an id or a state of another shape: its JSON, never a repr
     slug = rec.get("profileId") or rec.get("agent")  # `agent`: the mid-era shape
     profile = ctx.profile(slug) if slug else ""
-    state = rec.get("state")
+    state = as_text(rec.get("state"))
     if kind == "fork":
         label, detail = "fork", f"Forked a copy of this agent as {to}."
     elif kind == "fsm":

@@ -115,6 +115,13 @@ def test_transitions_and_fsm_entries_name_the_profile():
     assert rows[1].args == "carried history, tasks · copied memories · fresh skills"
 
 
+def test_a_transition_to_an_id_of_another_shape_reads_as_json_not_python():
+    """An object as the successor's id read "Continued as {'t': 'per%cent'}." (a Python repr)."""
+    rows, _ = rows_of([{"type": "agent_transition", "kind": "exec", "toAgentId": {"t": "per%cent"},
+                        "state": ["a"], "modules": []}])
+    assert rows[0].detail == 'Continued in `["a"]` as {"t":"per%cent"}.'
+
+
 def test_program_output_is_collapsible_with_the_capped_lines_note():
     rows, _ = rows_of([
         {"type": "code_execution", "ok": True, "toolCalls": 0, "logs": []},
