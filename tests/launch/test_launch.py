@@ -51,6 +51,9 @@ def test_viewer_is_refused_every_launch_action_with_a_clear_page(viewer_client, 
     page = viewer_client.get(reverse("runs:configurations"))
     assert page.status_code == 200 and b">c<" in page.content
     assert b"Delete" not in page.content and reverse("runs:new").encode() not in page.content
+    SavedConfiguration.objects.all().delete()  # the empty state points nowhere a viewer cannot go
+    page = viewer_client.get(reverse("runs:configurations"))
+    assert reverse("runs:new").encode() not in page.content and b"needs the runs.add_run permission" in page.content
 
 
 @pytest.mark.django_db
