@@ -1,9 +1,11 @@
 """Two runs (or two agents) side by side: the capability sets as a structural diff, agents paired by
 profile slug and role (then by order), and per pair and in total every figure with its delta (b − a).
 
-Each side's figures are read off its run report (runs.pages.report.build_report), so a delta here
-is exactly the difference of the two reports; the per-agent token classes and cost come from the
-agent's usage projection and the peak context from RunFacts, the two figures the report leaves out.
+Each side's figures are read off what its run report is built from (runs.pages.report: an agent's
+document, the run's counts, refusal totals, divergences and stores), so a delta here is exactly the
+difference of the two reports; the per-agent token classes and cost come from the agent's usage
+projection and the peak context from RunFacts, the two figures the report leaves out. A page reads the
+documents of the pairs it shows only, never the whole report.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from runs.ingest import facts as run_facts
 from runs.models import Agent, Run, RunFacts
 from runs.stream.profiles import find_profile
 from runs.stream.usage import TOKEN_CLASSES
-from runs.pages.common import paged
-from runs.pages.report import agent_docs, build_report
-from runs.pages.run_selectors import run_liveness
+from runs.pages import run_selectors
+from runs.pages.agents import FOREST_FIELDS, SURFACE_FIELDS, agent_forest
+from runs.pages.common import agent_values, paged
+from runs.pages.divergences import DIVERGENCE_FIELDS, divergence_holdings, run_divergences
+from runs.pages.refusals import run_refusals
+from runs.pages.report import agent_docs, surface_doc
+from runs.pages.stores import store_kinds
 
 LIST_KEYS = ("slug", "id", "agent", "name", "kind")  # what names an entry of a list of objects
 
@@ -83,7 +89,11 @@ def _num(v):
 def agent_calls(doc: dict) -> dict:
     """{operation or tool: calls} off the report's surface: every offered entry (0 kept), then
     what was called outside it."""
-    s = doc["surface"]
+    return surface_calls(doc["surface"])
+
+
+def surface_calls(s: dict) -> dict:
+    """`agent_calls` of an agent's surface document (report.surface_doc)."""
     calls = {t["name"]: t["calls"] for t in s["tools"]}
     for api in s["apis"]:
         for fn in api["functions"]:
@@ -123,27 +133,40 @@ def agent_figures(doc: dict, usage: dict, peak) -> dict:
     }
 
 
-def run_figures(report: dict, agent_rows: list[dict]) -> dict:
-    run = report["run"]
-    calls = Counter()
-    for row in agent_rows:
-        calls.update(row["callsByOperation"])
-    divergences = Counter(d["kind"] for d in report["divergences"])
-    stores = Counter(s["kind"] for s in report["stores"])
-    peaks = [row["peakContext"] for row in agent_rows if row["peakContext"] is not None]
+def run_figures(run: Run, agents: list[Agent], peaks: dict) -> dict:
+    """The run's figures as its report has them, off the selectors it is built from: `agents`, every
+    one of the run's (ROSTER_FIELDS, in forest order); `peaks`, RunFacts.peak_context."""
+    header = run_selectors.run_header(run)
+    usage = header["usage"]
+    memories, rosters = divergence_holdings(run, agents)
+    divergences = Counter(d["kind"] for d in run_divergences(run, agents, memories, rosters=rosters))
+    stores = store_kinds(run)
+    peaks = [peaks[a.agent_id] for a in agents if peaks.get(a.agent_id) is not None]
     return {
-        "agents": run["counts"]["agents"], "turns": run["counts"]["turns"], "errorTurns": run["counts"]["errorTurns"],
-        "errorTurnsByKind": dict(run["errorTurnsByKind"]), "calls": run["counts"]["calls"],
-        "callsByOperation": dict(calls),
-        "refusalsByOperation": {r["operation"]: r["refused"] for r in report["refusalTotals"]},
-        "failuresByClass": _failures(run["apiFailures"], run["toolFailures"]),
-        "tokens": {c: run["usage"]["tokens"].get(c) for c in TOKEN_CLASSES},
-        "cost": run["usage"]["cost"].get("comparable") if run["usage"]["cost"] else None,
-        "durationSeconds": run["durationSeconds"],
+        "agents": run.agent_count, "turns": run.turn_count, "errorTurns": run.error_turn_count,
+        "errorTurnsByKind": dict(run.error_turns), "calls": run.call_count,
+        "callsByOperation": dict(calls_summed(agents)),
+        "refusalsByOperation": dict(run_refusals(run, [])["totals"]),  # no agent listed: the run's totals alone
+        "failuresByClass": _failures(run.api_failures, run.tool_failures),
+        "tokens": {c: usage["tokens"].get(c) for c in TOKEN_CLASSES},
+        "cost": usage["cost"].get("comparable") if usage["cost"] else None,
+        "durationSeconds": header["duration"].total_seconds() if header["duration"] is not None else None,
         "peakContext": max(peaks) if peaks else None,
-        "divergences": run["counts"]["divergences"], "divergencesByKind": dict(divergences),
-        "stores": len(report["stores"]), "storesByKind": dict(stores),
+        "divergences": sum(divergences.values()), "divergencesByKind": dict(divergences),
+        "stores": sum(stores.values()), "storesByKind": stores,
     }
+
+
+def calls_summed(agents: list[Agent]) -> Counter:
+    """The agents' `agent_calls` summed, in their order. Agents whose surface and tallies read the same
+    share their decoded values (common.agent_values): each such surface is joined to its calls once."""
+    out, joined = Counter(), {}
+    for a in agents:
+        key = tuple(v if isinstance(v, (str, bool)) else id(v) for v in map(a.__dict__.get, SURFACE_FIELDS))
+        if key not in joined:
+            joined[key] = surface_calls(surface_doc(a))
+        out.update(joined[key])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,27 +195,50 @@ def side_by_side(fa: dict, fb: dict) -> list[dict]:
     return rows
 
 
+# What a side reads of every agent of its run: its place in the forest, what pairs and names it (`roster_doc`),
+# its surface and calls (the run's calls per operation are their sum) and what its divergences read.
+ROSTER_FIELDS = tuple(dict.fromkeys((*FOREST_FIELDS, *DIVERGENCE_FIELDS, "role", "model_id", "turns", *SURFACE_FIELDS)))
+FIGURES_BY_ID = 500  # past this many agents' figures at once, the run's documents are read whole (not an IN of ids)
+
+
+def roster_doc(agent: Agent) -> dict:
+    """The fields of the agent's report document that pair and name it (report._agent_docs)."""
+    return {"agentId": agent.agent_id, "profileId": agent.profile_id, "modelId": agent.model_id,
+            "executionMode": agent.execution_mode or None, "programLanguage": agent.program_language or None,
+            "docViewTypes": agent.doc_view_types or None, "role": agent.role or None, "turns": agent.turns}
+
+
 class Side:
-    """One run's report, agents, per-agent usage and peaks: read once, compared as often as asked. With
-    `agent_ids`, those agents' documents and figures alone (no report, no run figures): two agents'
-    comparison reads two agents, whatever the size of their runs."""
+    """One run's agents, per-agent usage and peaks: read once, compared as often as asked. Its agents are
+    listed in the report's order with what pairs them (`roster_doc`), and each gets its document and
+    figures when it is compared (`read_figures`): a page of pairs reads those it shows. With `agent_ids`,
+    those agents' documents and figures alone (no run figures): two agents' comparison reads two agents,
+    whatever the size of their runs."""
 
     def __init__(self, run: Run, agent_ids: list[str] | None = None):
         self.run = run
-        rows = Agent.objects.filter(run=run)
+        self.facts = RunFacts.objects.filter(run=run).first() or run_facts.refresh(run)
         if agent_ids is None:
-            self.report = build_report(run, timing=False)  # the figures below read no latency
-            docs = self.report["agents"]
+            agents = [row.agent for row in agent_forest(agent_values(run, ROSTER_FIELDS))]
+            self.agents = [{"doc": roster_doc(a)} for a in agents]
+            self.figures = run_figures(run, agents, self.facts.peak_context)
         else:
-            docs = agent_docs(run, agent_ids, timing=False)
-            rows = rows.filter(agent_id__in=[doc["agentId"] for doc in docs])
-        usage = dict(rows.values_list("agent_id", "usage"))
-        self.facts = facts = RunFacts.objects.filter(run=run).first() or run_facts.refresh(run)
-        self.agents = [{"doc": doc, "figures": agent_figures(doc, usage.get(doc["agentId"]),
-                                                             facts.peak_context.get(doc["agentId"]))}
-                       for doc in docs]
-        if agent_ids is None:
-            self.figures = run_figures(self.report, [a["figures"] for a in self.agents])
+            self.agents = [{"doc": doc} for doc in agent_docs(run, agent_ids, timing=False)]
+            self.read_figures(self.agents)
+
+    def read_figures(self, agents: list[dict]) -> None:
+        """Each of `agents` (this side's) with its whole document and its figures, once."""
+        wanted = [a for a in agents if "figures" not in a]
+        if not wanted:
+            return
+        ids = [a["doc"]["agentId"] for a in wanted]
+        by_id = len(ids) <= FIGURES_BY_ID
+        docs = {d["agentId"]: d for d in agent_docs(self.run, ids if by_id else None, timing=False)}
+        rows = Agent.objects.filter(run=self.run)
+        usage = dict((rows.filter(agent_id__in=ids) if by_id else rows).values_list("agent_id", "usage"))
+        for a in wanted:
+            a["doc"] = doc = docs[a["doc"]["agentId"]]
+            a["figures"] = agent_figures(doc, usage.get(doc["agentId"]), self.facts.peak_context.get(doc["agentId"]))
 
     def agent(self, agent_id: str):
         return next((a for a in self.agents if a["doc"]["agentId"] == agent_id), None)
@@ -229,13 +275,13 @@ def _run_ref(side: Side) -> dict:
     run no record reached for a while) or "queued" (run_selectors.run_liveness)."""
     run = side.run
     return {"id": run.pk, "name": run.name, "status": run.status,
-            "state": run_liveness(run, side.facts.last_event_at)["state"], "source": run.source}
+            "state": run_selectors.run_liveness(run, side.facts.last_event_at)["state"], "source": run.source}
 
 
 def compare_runs(a: Run, b: Run, window: tuple[str | None, int] | None = None) -> dict:
     """The two runs' comparison, every pair of agents side by side; with `window` (the index of the first
     pair, as an address's text, and how many), those pairs only and `pairPages`, where they sit among
-    all (common.paged): a page of two runs of 8,000 agents each spent 160 ms on pairs it did not show."""
+    all (common.paged), their agents' documents alone read."""
     sa = Side(a)
     sb = sa if b.pk == a.pk else Side(b)  # a run beside itself: its report read once
     pairs, only_a, only_b = pair_agents(sa.agents, sb.agents)
@@ -247,6 +293,8 @@ def compare_runs(a: Run, b: Run, window: tuple[str | None, int] | None = None) -
     }
     if window is not None:
         pairs, out["pairPages"] = paged(pairs, *window)
+    sa.read_figures([x for x, _ in pairs])
+    sb.read_figures([y for _, y in pairs])
     return {**out,
             "pairs": [{"a": _agent_ref(a, x), "b": _agent_ref(b, y),
                        "figures": side_by_side(x["figures"], y["figures"])} for x, y in pairs],

@@ -191,6 +191,11 @@ def agent_forest(agents: list[Agent]) -> list[ForestRow]:
 # One agent's surface, joined to its counts at the operation
 
 
+# What `agent_surface_counts` reads of an agent.
+SURFACE_FIELDS = ("surface_reported", "execution_mode", "program_language", "doc_view_types", "tools", "apis",
+                  "withheld", "api_calls", "tool_calls", "api_tools")
+
+
 def agent_surface_counts(agent: Agent) -> dict:
     """The offered surface with a figure on every entry (design.md "Surfaces").
 

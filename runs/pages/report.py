@@ -60,7 +60,8 @@ def _errors(holder) -> dict:
             "loopAbortChars": record["loop_abort_chars"]}
 
 
-def _surface(agent) -> dict:
+def surface_doc(agent) -> dict:
+    """The agent's surface as its document says it."""
     surface = agent_surface_counts(agent)
     return {
         "reported": surface["reported"],
@@ -110,13 +111,15 @@ def _memory(view, revisions: dict) -> dict:
             "revisions": [_revision(r) for r in revisions.get(view.module_id, ())]}
 
 
-def agent_docs(run: Run, agent_ids: list[str], *, timing: bool = True) -> list[dict]:
+def agent_docs(run: Run, agent_ids: list[str] | None, *, timing: bool = True) -> list[dict]:
     """The report's documents of the run's agents of `agent_ids` alone, reading only theirs (what a
-    comparison of two agents needs, where the whole report reads every agent of the run); each of them
-    lists its own first cap counts, where the report lists the run's."""
+    comparison of two agents or a page of pairs needs, where the whole report reads every agent and store
+    of the run); each of them lists its own first cap counts, where the report lists the run's. None:
+    every agent's, in run order, as the report has them."""
     agents = run_agents(run, agent_ids)
-    return _agent_docs(agents, run_holdings(run, agents, whole_run=False),
-                       run_refusals(run, agents, whole_run=False),
+    whole = agent_ids is None
+    return _agent_docs(agents, run_holdings(run, agents, whole_run=whole),
+                       run_refusals(run, agents, whole_run=whole),
                        calls.run_latency(agents) if timing else None, calls.run_throughput(agents) if timing else None)
 
 
@@ -165,7 +168,7 @@ def _agent_docs(agents: list[Agent], holdings, refusals: dict, latency, throughp
             "apiFailures": a.api_failures,
             "toolFailures": a.tool_failures,
             "holdings": [_holding(h) for h in held.get(a.pk, ())],
-            "surface": _surface(a),
+            "surface": surface_doc(a),
             # Per call refused, its exact figures; `refusals` lists each group's first entries (the
             # Refusals tab's rows), so the report stays small whatever the run's size.
             "refusalGroups": [{"operation": g["operation"] or None, "spelling": g["spelling"], "refused": g["count"],

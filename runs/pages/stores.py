@@ -177,8 +177,21 @@ def store_index(run: Run, agents: list[Agent], holdings: list[RosterRow],
         view.dropped = bool(holders) and len(view.released_by) == len(holders)
         view.live = [h for h in view.holders if h.agent.status in OPEN_AGENT_STATUSES and h.agent.agent_id not in releases]
         view.revisions = revisions.get(view.module_id, 0)
-    kind_rank = {k: i for i, k in enumerate(MODULE_KINDS)}
-    return sorted(views.values(), key=lambda v: (kind_rank.get(v.kind, len(kind_rank)), v.kind, _id_key(v.module_id)))
+    return sorted(views.values(), key=lambda v: (*kind_key(v.kind), _id_key(v.module_id)))
+
+
+_KIND_RANK = {k: i for i, k in enumerate(MODULE_KINDS)}
+
+
+def kind_key(kind: str) -> tuple:
+    """Where a kind's stores sit: gg's kind order, then any other kind by name."""
+    return _KIND_RANK.get(kind, len(_KIND_RANK)), kind
+
+
+def store_kinds(run: Run) -> dict[str, int]:
+    """{kind: the run's stores of it} in `kind_key` order: the report's stores counted, none read."""
+    counts = ModuleStore.objects.filter(run=run).values_list("kind").annotate(n=Count("id")).order_by()
+    return dict(sorted(counts, key=lambda kn: kind_key(kn[0])))
 
 
 def _id_key(module_id: str):

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs.across.compare import Side, compare_runs, refused_by_operation, structural_diff
+from runs.across.compare import Side, agent_calls, compare_runs, refused_by_operation, structural_diff
 from runs.across.views import PAIRS_SHOWN, UNPAIRED_SHOWN
 from runs.demo import DEMO_DIR
 from runs.ingest import writer as ingest
@@ -372,3 +372,42 @@ def test_runs_that_declared_nothing_are_not_declared_identically(viewer_client):
     assert "Run b declared no configuration" in page and compare_runs(c, b)["undeclared"] == ["b"]
     assert compare_runs(c, c)["undeclared"] == [] and "Declared identically" in viewer_client.get(
         reverse("runs:compare"), {"a": c.pk, "b": c.pk}).content.decode()
+
+
+@pytest.mark.parametrize("stream", ["multi_agent", "legacy", "real-mock-session", "synthetic"])
+def test_a_side_reads_its_run_as_the_report_says_it(stream):
+    """A side lists the agents in the report's order, named as their documents name them, and its run's
+    figures are the report's: calls per operation summed over the documents, divergences and stores by
+    kind in the report's order."""
+    if stream == "synthetic":
+        run = Run.objects.create(name="refusing")
+        ingest.append(run, synthetic_stream(400))
+    else:
+        run, _ = import_stream(STREAM_FIXTURES[stream], stream)
+    report, side = build_report(run), Side(run)
+    assert [a["doc"] for a in side.agents] == [{k: doc[k] for k in a["doc"]}
+                                               for a, doc in zip(side.agents, report["agents"], strict=True)]
+    calls = Counter()
+    for doc in report["agents"]:
+        calls.update(agent_calls(doc))
+    by_kind = {"callsByOperation": calls, "divergencesByKind": Counter(d["kind"] for d in report["divergences"]),
+               "storesByKind": Counter(s["kind"] for s in report["stores"]),
+               "refusalsByOperation": {r["operation"]: r["refused"] for r in report["refusalTotals"]}}
+    for figure, want in by_kind.items():
+        assert list(side.figures[figure].items()) == list(want.items()), figure
+    assert calls and side.figures["stores"] == len(report["stores"])
+    assert side.figures["divergences"] == report["run"]["counts"]["divergences"]
+
+
+def test_a_page_of_pairs_reads_whole_only_the_agents_it_shows(viewer_client):
+    """The page reads what pairs and names every agent, and the documents of the pairs it shows alone:
+    an agent's usage (what its figures read, with the rest of its row) is read for those agents only."""
+    run = Run.objects.create(name="many")
+    ingest.append(run, [{"type": "agent_spawned", "agentId": f"w{i}", "profileId": "worker", "depth": 0}
+                        for i in range(3 * PAIRS_SHOWN)])
+    with CaptureQueriesContext(connection) as queries:
+        html = viewer_client.get(reverse("runs:compare"), {"a": run.pk, "b": run.pk}).content.decode()
+    assert html.count('class="panel figures-pair"') == 1 + PAIRS_SHOWN
+    whole = [q["sql"] for q in queries.captured_queries
+             if 'FROM "runs_agent"' in q["sql"] and '"runs_agent"."usage"' in q["sql"]]
+    assert whole and all(re.findall(r"'w\d+'", sql) == [f"'w{i}'" for i in range(PAIRS_SHOWN)] for sql in whole)
