@@ -32,7 +32,8 @@ def divergences_page(request, pk):
     divergences = run_divergences(run, agents, memories, rosters=rosters)
     shown, pages = paged(divergences, request.GET.get("divergences"), DIVERGENCES_SHOWN)
     return render(request, "runs/divergences.html", run_context(
-        run, "divergences", divergences=shown, pages=pages, has_rosters=rosters, origins=roster_records(run),
+        run, "divergences", divergences=shown, pages=pages, has_rosters=rosters,
+        origins=roster_records(run, [d["agentId"] for d in shown]),
         kinds=Counter(d["kind"] for d in divergences).most_common()))
 
 

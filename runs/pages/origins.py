@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+from django.db.models import Min
+
 from runs.models import Event, Run
 from runs.stream.record import gg_record
 
 
-def roster_records(run: Run) -> dict:
-    """Where the Stores and Divergences pages' facts were reported: {"modules": {agent_id: seq of its
-    agent_modules}, "transitions": {successor id: seq of the agent_transition that made it}} (one
-    query over the two kinds, which come once per incarnation)."""
-    out = {"modules": {}, "transitions": {}}
+def roster_records(run: Run, agent_ids) -> dict:
+    """Where the Stores and Divergences pages' facts were reported, for the agents of `agent_ids` (those
+    a page links: its first agent_modules and the agent_transition that made it): {"modules": {agent_id:
+    seq of its agent_modules}, "transitions": {successor id: seq of the agent_transition that made it}}.
+    Only those agents' rosters are read, and only their seqs (a run of 8,278 agents read every roster's
+    line); the transitions are read whole, one a succession: the successor is named in the line."""
+    ids = {i for i in agent_ids if "\x00" not in i}  # a NUL names no agent (nor can PostgreSQL text hold one)
+    rosters = Event.objects.filter(run=run, type="agent_modules", agent_id__in=ids).order_by()
+    out = {"modules": dict(rosters.values_list("agent_id").annotate(seq=Min("seq"))), "transitions": {}}
     # Sorted here, not by ORDER BY: SQLite would then walk the whole run in seq order (its primary
-    # key) instead of looking the two types up in the (run, type, seq) index.
-    rows = Event.objects.filter(run=run, type__in=("agent_modules", "agent_transition")).order_by()
-    for seq, etype, agent_id, raw in sorted(rows.values_list("seq", "type", "agent_id", "raw")):
-        if etype == "agent_modules":
-            out["modules"].setdefault(agent_id, seq)
-        else:
-            to = gg_record(raw).get("toAgentId")
-            if isinstance(to, str):
-                out["transitions"].setdefault(to, seq)
+    # key) instead of looking the type up in the (run, type, seq) index.
+    rows = Event.objects.filter(run=run, type="agent_transition").order_by()
+    for seq, raw in sorted(rows.values_list("seq", "raw")) if ids else ():
+        to = gg_record(raw).get("toAgentId")
+        if isinstance(to, str) and to in ids:
+            out["transitions"].setdefault(to, seq)
     return out
 
 

@@ -48,8 +48,8 @@ def store_page(request, pk, module_id):
     shown = list(revisions[(page - 1) * REVISIONS_SHOWN:page * REVISIONS_SHOWN])
     return render(request, "runs/store.html", run_context(
         run, "stores", store=store, view=view, holders=holders, holder_pages=holder_pages, lifetime=lifetime,
-        lifetime_pages=lifetime_pages, origins=roster_records(run), revisions=shown, revision_total=total, page=page,
-        pages=pages, first=(page - 1) * REVISIONS_SHOWN))
+        lifetime_pages=lifetime_pages, origins=roster_records(run, [r["agent"] for r in lifetime]), revisions=shown,
+        revision_total=total, page=page, pages=pages, first=(page - 1) * REVISIONS_SHOWN))
 
 
 def successions(run) -> list:

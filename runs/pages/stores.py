@@ -51,7 +51,7 @@ def stores_page(request, pk):
                          find)
     return render(request, "runs/stores.html", run_context(
         run, "stores", agents, holdings, groups=groups, show=show, find=find, find_chars=FIND_CHARS,
-        origins=roster_records(run),
+        origins=roster_records(run, [r["agent"] for g in groups for s in g.stores for r in s.card_lifetime]),
         matched=sum(g.shown for g in groups) if find else None))
 
 

@@ -244,3 +244,21 @@ def test_many_divergences_are_listed_a_page_at_a_time_and_counted_by_kind(viewer
     agents = get(viewer_client, "agents", run.pk)
     assert agents.count('class="note divergence-note"') == NOTES_SHOWN and "450 divergences" in agents
     assert f'<a class="divergences-more" href="/runs/{run.pk}/divergences/">and 440 more divergences</a>' in agents
+
+
+def test_the_page_reads_the_rosters_of_the_divergences_it_shows_alone(viewer_client):
+    """Each divergence links the roster record that reported it; the page reads those agents' roster
+    seqs, not every roster of the run (on a run of 8,278 agents, each one's line)."""
+    records = []
+    for i in range(3):  # each holds a store of its own, declared inherited: one divergence each
+        records += spawn(f"a{i}", "lead", [memories(f"memories-{i}", "created")])
+    for i in range(10):  # each inherits a0's: none diverges
+        records += spawn(f"b{i}", "lead", [memories("memories-0", "inherited")], parent="a0")
+    found = divergences(records, {"agents": [profile("lead", scope="inherited")]})
+    assert sorted(d["agentId"] for d in found) == ["a0", "a1", "a2"]
+    run = Run.objects.order_by("-pk").first()
+    with CaptureQueriesContext(connection) as read:
+        html = get(viewer_client, "divergences", run.pk)
+    assert html.count('class="divergence-record"') == 3
+    rosters = [q["sql"] for q in read.captured_queries if "'agent_modules'" in q["sql"]]
+    assert rosters and all("'a0'" in sql and "'b0'" not in sql for sql in rosters)
