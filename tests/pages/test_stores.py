@@ -144,3 +144,19 @@ def test_the_stores_read_the_same_few_queries_whatever_the_holders(viewer_client
         counts.append(queries)
         assert len(rows(html, "data-store")) == n and "writable — — 40 Lifetime" in dict(rows(html, "data-store"))["memories-0"]
     assert counts[0] == counts[1]
+
+
+def test_the_tab_badge_is_the_folded_count_when_the_facts_are_current(viewer_client):
+    """The Stores tab reads every holder, yet its badge is the count the write path folded with the run's
+    last record (one row), not the divergences counted again off those rows; with the facts behind, it is."""
+    run = Run.objects.create(name="badge")
+    ingest.append(run, [{"type": "session_started", "agentId": "root"},
+                        {"type": "agent_spawned", "agentId": "a0", "profileId": "lead", "depth": 1},
+                        {"type": "agent_modules", "agentId": "a0", "modules": [
+                            {"kind": "memories", "moduleId": "memories-0", "enabled": True, "origin": "created",
+                             "writable": True, "scope": "inherited"}]}])
+    assert RunFacts.objects.get(run=run).divergences == 1
+    RunFacts.objects.filter(run=run).update(divergences=7)  # marks which count the badge shows
+    assert 'id="divergence-badge" title="7 divergences' in get(viewer_client, "stores", run.pk)
+    RunFacts.objects.filter(run=run).update(seq=0)
+    assert 'id="divergence-badge" title="1 divergence:' in get(viewer_client, "stores", run.pk)
