@@ -3,6 +3,7 @@ read a page's rows."""
 
 import re
 from html.parser import HTMLParser
+from urllib.parse import parse_qsl
 
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -163,3 +164,26 @@ def refusal_roster(turns: int, per_turn: int) -> list[dict]:
             out.append({"type": "log", "agentId": "root", "level": "warn",
                         "message": "2 further refused call(s) were not recorded"})
     return out
+
+
+def links(html: bytes | str, attr: str) -> dict[str, list[str]]:
+    """{attribute value: the hrefs of the links inside the element carrying it}, for every element with `attr`."""
+    html = html.decode() if isinstance(html, bytes) else html
+    out = {}
+    for m in re.finditer(rf'<(\w+)[^>]*\s{attr}="([^"]*)"', html):
+        tag, key = m.group(1), m.group(2)
+        end = html.find(f"</{tag}>", m.end())
+        inner = html[m.end():end if end > 0 else len(html)]
+        out.setdefault(key.replace("&amp;", "&"), []).extend(
+            h.replace("&amp;", "&") for h in re.findall(r'<a [^>]*href="([^"]*)"', inner))
+    return out
+
+
+def feed_rows_of(client, href: str) -> list[tuple[int, str, str]]:
+    """[(seq, kind, agent)] of every row the feed at `href` (a feed page's address, with its filter) opens
+    with: what its window asks runs:feed_rows for, from the run's start."""
+    path, _, query = href.partition("?")
+    assert client.get(href).status_code == 200
+    response = client.get(path + "rows", {"after": 0, **dict(parse_qsl(query))})
+    html = response.json()["html"]
+    return [(int(s), k, a) for s, a, k in re.findall(r'data-seq="(\d+)" data-agent="([^"]*)" data-kind="([^"]*)"', html)]

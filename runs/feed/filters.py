@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.db.models import Q
+from django.urls import reverse
 from django.db.models.expressions import RawSQL
 
 from runs.feed import search
@@ -113,3 +114,10 @@ class FeedFilter:
 
 
 NO_FILTER = FeedFilter()
+
+
+def feed_url(run_pk, **fields) -> str:
+    """The run's feed filtered by FeedFilter's fields (agent, kind, op, failed, failure, q): the address
+    its own form gives (runs.access.agent_feed_url is the agent's alone)."""
+    query = FeedFilter(**fields).query()
+    return reverse("runs:feed", args=(run_pk,)) + (f"?{query}" if query else "")

@@ -1,12 +1,15 @@
 """Filters of the across-runs pages: seconds as a duration, a figure, a signed delta (a rate is
-`runs_extras.percent`)."""
+`runs_extras.percent`), a compared figure's name in words and where on its run it comes from."""
 
 import json
 from datetime import timedelta
 
 from django import template
+from django.urls import reverse
+from django.utils.http import urlencode
 
-from runs.access import may_remove_saved, turn_url
+from runs.access import agent_url, may_remove_saved, turn_url
+from runs.feed.filters import feed_url
 from runs.templatetags.runs_extras import duration, usd
 
 register = template.Library()
@@ -99,3 +102,65 @@ def as_json(value):
 def removable_by(saved, user):
     """Whether `user` may delete this saved view or configuration (runs.access.may_remove_saved)."""
     return may_remove_saved(user, saved)
+
+
+# A compared figure (runs.across.compare.agent_figures, run_figures) in words, and its glossary term.
+FIGURE_NAMES = {
+    "agents": ("agents", "incarnation"), "turns": ("turns", ""), "errorTurns": ("error turns", "error-turn"),
+    "errorTurnsByKind": ("error turns by kind", "error-turn"), "calls": ("calls", ""),
+    "callsByOperation": ("calls by operation or tool", "operation"),
+    "refusalsByOperation": ("refusals by operation", "refusal"),
+    "failuresByClass": ("failed calls by failure class", "failure-class"), "tokens": ("tokens", ""),
+    "cost": ("cost", ""), "durationSeconds": ("duration", ""), "peakContext": ("peak context", "context-band"),
+    "divergences": ("divergences", "divergence"), "divergencesByKind": ("divergences by kind", "divergence"),
+    "stores": ("stores", "store"), "storesByKind": ("stores by kind", "store"),
+}
+
+
+@register.filter
+def figure_name(name):
+    """`errorTurns` -> "error turns" (an unknown figure as it is named)."""
+    return FIGURE_NAMES.get(name, (name, ""))[0]
+
+
+@register.filter
+def figure_term(name):
+    """The glossary term of a compared figure, or ""."""
+    return FIGURE_NAMES.get(name, (name, ""))[1]
+
+
+@register.simple_tag
+def figure_href(run_pk, figure, key="", agent_id="", mode=""):
+    """Where a compared figure comes from on its run: a count of records opens the feed filtered to
+    them (the agent's, with `agent_id`), a summary the page or section showing it; "" for none."""
+    feed = (lambda **f: feed_url(run_pk, **f)) if not agent_id else (lambda **f: feed_url(run_pk, agent=agent_id, **f))
+    page = agent_url(run_pk, agent_id) if agent_id else reverse("runs:detail", args=(run_pk,))
+    if figure == "turns":
+        return feed(kind="turn")
+    if figure == "callsByOperation" and key:
+        return feed(op=key)
+    if figure == "failuresByClass" and key:
+        surface, _, failure = key.partition(" ")
+        return feed(kind="call" if surface == "api" else "tool", failed=True, failure=failure)
+    if figure == "calls":
+        if agent_id:
+            return f"{page}#surface" if page else feed(kind="tool" if mode == "tool_calling" else "call")
+        return reverse("runs:agents", args=(run_pk,)) + "#agent-roster"
+    if figure in ("errorTurns", "errorTurnsByKind"):
+        return f"{page}#{'failed-calls' if agent_id else 'errors'}" if page else ""
+    if figure == "refusalsByOperation":
+        return reverse("runs:refusals", args=(run_pk,))
+    if figure in ("tokens", "cost"):
+        return reverse("runs:detail", args=(run_pk,)) + "#usage"
+    if figure == "durationSeconds":
+        return f"{page}#time" if agent_id else f"{page}#clocks"
+    if figure == "peakContext":
+        return (f"{page}#context" if page else "") if agent_id else reverse("runs:agents", args=(run_pk,)) + "#profiles"
+    if figure == "agents":
+        return reverse("runs:agents", args=(run_pk,))
+    if figure in ("divergences", "divergencesByKind"):
+        return reverse("runs:divergences", args=(run_pk,))
+    if figure in ("stores", "storesByKind"):
+        kind = f"?{urlencode({'kind': key})}#kind-{key}" if key else ""
+        return reverse("runs:stores", args=(run_pk,)) + kind
+    return ""
