@@ -1,5 +1,5 @@
-"""Tags for inspecting steps: times in milliseconds and offsets, links to a turn, an event and an
-operation's reference entry, and the stacked turn-timing bars."""
+"""Tags for inspecting steps: times in milliseconds and offsets, links to a turn, an event, the
+filtered feed and an operation's reference entry, and the stacked turn-timing bars."""
 
 import math
 from datetime import timedelta
@@ -11,6 +11,7 @@ from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
 from runs.access import turn_url, turn_url_base
+from runs.feed.filters import feed_url
 from runs.templatetags.runs_extras import duration
 from surfaces.arms import LANGUAGES
 
@@ -41,6 +42,12 @@ def offset_s(value):
 @register.simple_tag
 def turn_href(run_pk, agent_id, turn):
     return turn_url(run_pk, agent_id, turn)
+
+
+@register.simple_tag
+def feed_href(run_pk, **fields):
+    """The run's feed filtered (agent=, kind=, op=, failed=, failure=: runs.feed.filters.feed_url)."""
+    return feed_url(run_pk, **fields)
 
 
 @register.simple_tag

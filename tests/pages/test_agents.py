@@ -14,7 +14,7 @@ from runs.pages.agents import AGENTS_SHOWN
 from runs.pages.common import agent_values
 from runs.pages.profiles import PROFILE_FIELDS
 from tests.paths import GG_FIXTURES
-from tests.pages_helpers import get, load, reads_of, rows
+from tests.pages_helpers import feed_rows_of, get, links, load, reads_of, rows
 
 pytestmark = pytest.mark.django_db
 
@@ -109,8 +109,8 @@ def test_code_agent_surface_counts_join_at_the_operation(viewer_client, run):
     assert 'class="zero" data-operation="files.write_file"' in html
     # what it called without being offered (refused calls), spelled by the rule: the operation id
     unoffered = html[html.index('id="unoffered-calls"'):html.index('id="not-offered"')]
-    assert ">1×</td><td><code>board.create_issue</code>" in unoffered
-    assert ">2×</td><td><code>shell.shell</code>" in unoffered
+    assert ">1×</a></td><td><code>board.create_issue</code>" in unoffered
+    assert ">2×</a></td><td><code>shell.shell</code>" in unoffered
 
 
 def test_agent_page_lists_reference_entries_not_offered(viewer_client, run):
@@ -166,7 +166,7 @@ def test_an_agent_without_a_surface_has_calls_but_nothing_called_unoffered(viewe
     ingest.append_lines(mock, (GG_FIXTURES / "real-mock-session.ndjson").read_bytes().splitlines())
     html = get(viewer_client, "agent", mock.pk, "root")
     assert 'id="unoffered-calls"' not in html and 'id="not-offered"' not in html
-    assert ">1×</td><td><code>write_file</code>" in html[html.index('id="unjoined-calls"'):]
+    assert ">1×</a></td><td><code>write_file</code>" in html[html.index('id="unjoined-calls"'):]
 
 
 def test_an_older_code_surface_of_tool_names_shows_them_with_what_it_withheld(viewer_client):
@@ -289,3 +289,21 @@ def test_the_roster_finds_agents_by_a_part_of_their_id_and_by_status(viewer_clie
     html, found = roster("find=%3Cb%3Enope&status=done")
     assert found == [] and "No agent has an id containing “&lt;b&gt;nope” and the status done." in html
     assert "<b>nope" not in html
+
+
+def test_an_agents_figures_and_surface_counts_open_its_rows(viewer_client, run):
+    html = get(viewer_client, "agent", run.pk, "root")
+    assert links(html, "id")["figure-turns"] == [reverse("runs:conversation", args=[run.pk, "root"])]
+    calls = links(html, "id")["figure-calls"][0]
+    assert calls == reverse("runs:feed", args=[run.pk]) + "?agent=root&kind=call"
+    assert {(kind, agent) for _, kind, agent in feed_rows_of(viewer_client, calls)} == {("call", "root")}
+    surface = links(html[html.index('id="surface"'):html.index('id="holdings"')], "data-operation")
+    read = surface["files.read_file"]
+    assert read == [reverse("runs:feed", args=[run.pk]) + "?agent=root&op=files.read_file"]
+    assert {agent for *_, agent in feed_rows_of(viewer_client, read[0])} == {"root"}
+    assert surface["files.write_file"] == []  # 0 calls: nothing to open
+    refused = feed_rows_of(viewer_client, reverse("runs:feed", args=[run.pk]) + "?agent=root&op=shell.shell")
+    assert refused and reverse("runs:feed", args=[run.pk]) + "?agent=root&amp;op=shell.shell" in html
+    tools = links(get(viewer_client, "agent", run.pk, "AUTH-1.0r"), "data-tool")
+    shown = feed_rows_of(viewer_client, tools["read_file"][0])
+    assert {(kind, agent) for _, kind, agent in shown} == {("tool", "AUTH-1.0r")} and len(shown) == 2 * 2
