@@ -81,8 +81,8 @@ def profile_rows(run: Run, agents: list[Agent], key_of: dict | None = None) -> l
         tokens = sum(total_tokens((a.usage or {}).get("tokens")) or 0 for a in members)
         costs = [spends[a.pk] for a in members if spends[a.pk]["cost"] is not None]
         cost = sum(c["cost"] for c in costs) if costs else None
-        peaks = [num((a.last_breakdown or {}).get("totalTokens")) for a in members]
-        peaks = [p for p in peaks if p is not None]
+        peaked = [(p, a.agent_id) for a in members if (p := num((a.last_breakdown or {}).get("totalTokens"))) is not None]
+        peaks = [p for p, _ in peaked]
         turns = sum(a.turns for a in members)
         calls = sum(a.call_count for a in members)
         # Named once per distinct surface, counted per instance: agents reporting the same surface share
@@ -111,6 +111,7 @@ def profile_rows(run: Run, agents: list[Agent], key_of: dict | None = None) -> l
             "cost": cost, "cost_estimated": any(c["estimated"] for c in costs),
             "cost_share": _share(cost, run_cost),
             "peak_context": max(peaks) if peaks else None,
+            "peak_agent": max(peaked, key=lambda pa: pa[0])[1] if peaked else "",  # whose context it is
             "mean_context": _mean(peaks) if len(peaks) > 1 else None,
             "calls_per_response": round(calls / turns, 2) if turns else None,
             "capabilities": _capabilities(profile),

@@ -238,12 +238,12 @@ def test_agent_values_reads_what_only_reads_and_defers_the_rest():
 def test_a_profiles_instance_count_opens_the_roster_of_its_instances(viewer_client, run, monkeypatch):
     html = get(viewer_client, "agents", run.pk)
     table = html[html.index('id="profile-table"'):]
-    links = re.findall(r'<a href="\?profile=([^"#]*)#agent-roster"[^>]*>(\d+)</a>', table)
+    links = re.findall(r'"instances"><a href="\?profile=([^"#]*)#agent-roster"[^>]*>(\d+)</a>', table)
     assert len(links) > 1 and sum(int(n) for _, n in links) == len(rows(html, "data-agent"))
     for key, count in links:
         one = get(viewer_client, "agents", run.pk, query=f"profile={key}")
         assert len(rows(one[:one.index('id="profile-table"')], "data-agent")) == int(count), key
-        assert 'id="roster-profile"' in one and one.count('href="?profile=') == len(links)  # the profiles still all there
+        assert 'id="roster-profile"' in one and one.count('"instances"><a href="?profile=') == len(links)  # the profiles still all there
     monkeypatch.setattr("runs.pages.agents.AGENTS_SHOWN", 1)
     key = next(k for k, n in links if int(n) > 1)
     paged = get(viewer_client, "agents", run.pk, query=f"profile={key}")
@@ -307,3 +307,30 @@ def test_an_agents_figures_and_surface_counts_open_its_rows(viewer_client, run):
     tools = links(get(viewer_client, "agent", run.pk, "AUTH-1.0r"), "data-tool")
     shown = feed_rows_of(viewer_client, tools["read_file"][0])
     assert {(kind, agent) for _, kind, agent in shown} == {("tool", "AUTH-1.0r")} and len(shown) == 2 * 2
+
+
+def test_a_profiles_turns_tokens_cost_and_peak_open_where_they_are_shown(viewer_client, run):
+    html = get(viewer_client, "agents", run.pk)
+    table = html[html.index('id="profile-table"'):]
+    profiles = [key for key, _ in rows(table, "data-profile")]
+    opened = 0
+    for key in profiles:
+        row = table[table.index(f'data-profile="{key}"'):]
+        row = row[:row.index("</tr>")]
+        cells = links(row, "data-figure")
+        if not cells.get("turns"):
+            continue
+        roster = get(viewer_client, "agents", run.pk, query=cells["turns"][0].split("?")[1].split("#")[0])
+        shown = roster[:roster.index('id="profile-table"')]
+        turns = sum(int(n) for n in re.findall(r'title="its turns in the feed">([\d,]+)</a>', shown))
+        assert f'>{turns}</a></td>' in row.replace(",", ""), key  # the profile's turns are its instances'
+        if cells["tokens"]:
+            assert cells["tokens"] == [reverse("runs:detail", args=[run.pk]) + "#usage"]
+            assert 'id="usage"' in get(viewer_client, "detail", run.pk)
+            opened += 1
+        if cells.get("peak"):
+            agent = cells["peak"][0].split("/agents/")[1].rsplit("/#context")[0]
+            page = viewer_client.get(cells["peak"][0])
+            assert page.status_code == 200 and 'id="context"' in page.content.decode(), agent
+            opened += 1
+    assert opened > 1
