@@ -14,10 +14,13 @@ import json
 import re
 import statistics
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from django.db.models import Count
 
 from runs.ingest.facts import add_counts
-from runs.across.filters import AGENT_SETS, RunFilter, runs as filtered_runs
+from runs.across.filters import AGENT_SETS, RunFilter, run_q, runs as filtered_runs
+from runs.models import Run
 from runs.pages.arms import arm_group
 from runs.stream.profiles import find_profile
 from runs.stream.record import as_list
@@ -193,6 +196,42 @@ def analyse(f: RunFilter, group: str) -> dict:
 
 CSV_COLUMNS = ("group", "runs", "agents", "turns", "errorTurns", "errorTurnRate", "calls", "callsPerTurn",
                "refusals", "cost", "costPerRun", "durationSeconds")
+
+
+def list_filter(f: RunFilter, group: str, key: str) -> RunFilter | None:
+    """The runs list's own filters (runs.across.filters) picking a group's runs: `f`'s, with the group's
+    value in place of its dimension's (an arm is its language and docViewTypes, or its mode; a prefix the
+    list's search); None where the list has no filter for it (a capability, a param, a value unreported)."""
+    dimension, _arg = parse_group(group)
+    sets, q = {k: list(v) for k, v in f.sets.items()}, f.q
+    if dimension in SUMMARY_KEYS and key != "—":
+        sets[dimension] = [key]
+    elif dimension == "arm":
+        language, dot, doc_view_types = key.partition(" · ")
+        mode = key.removeprefix("no arm: ").replace("tool calling", "tool_calling")
+        if dot:
+            sets["language"] = [language]
+            if doc_view_types != "docViewTypes unreported":
+                sets["docViewTypes"] = [doc_view_types]
+        elif key.startswith("no arm: ") and mode != "no surface reported":
+            sets["mode"] = [mode]
+        else:
+            return None
+    elif dimension == "prefix" and not f.q:
+        q = key
+    else:
+        return None
+    return replace(f, q=q, sets=sets, problems=[])
+
+
+def group_lists(f: RunFilter, result: dict) -> dict[str, dict]:
+    """{group: {query, runs}}: the runs list's query picking the group's runs (`list_filter`) and how many
+    runs it picks, more than the group's when its filters cannot tell agents apart (a run with a python
+    agent and another agent shown only `return` is in the list's python + return): one query for all."""
+    picks = {g["group"]: p for g in result["groups"] if (p := list_filter(f, result["group"], g["group"])) is not None}
+    keys = {group: f"g{i}" for i, group in enumerate(picks)}
+    counts = Run.objects.aggregate(**{keys[g]: Count("pk", filter=run_q(p)) for g, p in picks.items()}) if picks else {}
+    return {group: {"query": p.params(), "runs": counts[keys[group]]} for group, p in picks.items()}
 
 
 def csv_rows(result: dict):

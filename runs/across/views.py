@@ -199,7 +199,11 @@ def analysis_page(request):
         response["Content-Disposition"] = 'attachment; filename="analysis.csv"'
         return response
     query = urlencode([*f.params(), ("group", result["group"])])
+    # Each group's runs in the list, by the list's own filters (none where it has no filter for the group).
+    listed = {group: {**picks, "query": urlencode(picks["query"])}
+              for group, picks in analysis.group_lists(f, result).items()}
     return render(request, "across/analysis.html", {
+        "listed": listed,
         "result": result, "filter": f, "choices": filters.choices(), "group": result["group"],
         "groups": analysis.SIMPLE, "query": query, "problems": f.problems,
         "charts": charts.analysis_charts(result), "saved": saved.of_kind(SavedView.Kind.ANALYSIS),

@@ -14,7 +14,7 @@ from runs.ingest import writer as ingest
 from runs.models import Run
 from runs.pages.arms import arm_group
 from runs.pages.report import build_report
-from tests.pages_helpers import rows, synthetic_stream
+from tests.pages_helpers import links, rows, synthetic_stream
 from tests.streams import STREAMS, import_stream
 
 pytestmark = pytest.mark.django_db
@@ -119,7 +119,7 @@ def test_queries_do_not_grow_with_runs(viewer_client, corpus):
     few = count()
     for i in range(5):
         import_stream(STREAMS / "multi_agent.ndjson", f"more-{i}")
-    assert count() == few <= 8
+    assert count() == few <= 9  # the groups' runs in the list: one count for all
 
 
 def test_a_rate_too_small_for_a_tenth_of_a_percent_is_not_read_as_none(viewer_client):
@@ -136,3 +136,27 @@ def test_a_rate_too_small_for_a_tenth_of_a_percent_is_not_read_as_none(viewer_cl
     chart = html[html.index('data-chart="errorTurnRate"'):]
     chart = chart[:chart.index("</figure>")]
     assert "scale 0 – 0.033%" in chart and ">0.033%</text>" in chart
+
+
+@pytest.mark.parametrize("group", ["arm", "language", "mode", "docViewTypes", "profile", "prefix"])
+def test_each_groups_runs_open_the_list_filtered_to_those_runs(viewer_client, corpus, group):
+    result = viewer_client.get(reverse("runs:analysis"), {"group": group, "format": "json"}).json()
+    html = viewer_client.get(reverse("runs:analysis"), {"group": group}).content.decode()
+    table = html[html.index('id="analysis-table"'):html.index("</table>", html.index('id="analysis-table"'))]
+    hrefs = links(table, "data-group")
+    linked = 0
+    for g in result["groups"]:
+        href = next((h for h in hrefs[g["group"]] if "refusals=yes" not in h), None)
+        if href is None:
+            assert g["group"] in ("—", "no arm: no surface reported"), g["group"]
+            continue
+        listed = len(rows(viewer_client.get(href).content, "data-run"))
+        superset = f'class="superset" title="the list\'s filters pick {listed} runs' in table
+        assert listed == g["runs"] or (group == "arm" and listed > g["runs"] and superset), (g["group"], href)
+        refusals = [h for h in hrefs[g["group"]] if "refusals=yes" in h]
+        assert bool(refusals) == bool(g["refusals"])
+        if refusals:
+            with_refusals = rows(viewer_client.get(refusals[0]).content, "data-run")
+            assert 0 < len(with_refusals) <= listed
+        linked += 1
+    assert linked >= 1
