@@ -128,3 +128,19 @@ def test_a_live_run_page_follows_new_events(page, console_server, tmp_path):
     # machine can be slow to serve a poll), it is never slept through.
     page.wait_for_function(RUN_ENDED_ON_PAGE, timeout=60_000)
     assert page.errors == []
+
+
+def test_an_agent_id_of_200_characters_wraps_on_the_roster_and_fits_the_feeds_controls(page, console_server,
+                                                                                     tmp_path):
+    # agent-1 renamed: an id of 200 characters and no separator (the roster was 2,593 px wide, the feed's
+    # controls 1,755 px: a select is as wide as its longest option)
+    long_id = "x" * 200
+    stream = tmp_path / "long-id.ndjson"
+    stream.write_text((STREAMS / "multi_agent.ndjson").read_text().replace('"agent-1"', f'"{long_id}"'))
+    console_server.manage("ingest", stream, "--run", "long-id")
+    base = f"{console_server.url}/runs/{run_pk(console_server, 'long-id')}"
+    for path, selector in (("agents/", f'#agent-roster tr[data-agent="{long_id}"]'), ("feed/", "#feed-agent")):
+        shoot(page, f"{base}/{path}", f"long-id-{path.strip('/')}")
+        assert page.locator(selector).first.is_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"], path
+    assert page.locator("#feed-agent option").all_inner_texts().count(long_id) == 1  # listed whole, shown clipped
