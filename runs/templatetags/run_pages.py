@@ -4,12 +4,15 @@ chart (inline SVG)."""
 import json
 
 from django import template
+from django.urls import reverse
 from django.utils.html import escape
+from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
 from runs.access import agent_url, store_url as _store_url
 from runs.pages.divergences import divergence_count as _divergence_count
 from runs.pages.common import error_record
+from runs.pages.profiles import group_key
 from runs.stream.record import as_list
 from runs.stream.usage import format_tokens
 
@@ -145,3 +148,10 @@ def store_url(run_pk, module_id):
 def agent_href(run_pk, agent_id):
     """An agent's page, or "" when no URL can carry its id (runs.access.agent_url)."""
     return agent_url(run_pk, agent_id) if agent_id else ""
+
+
+@register.simple_tag
+def profile_instances_href(run, profile_id):
+    """The Agents tab's roster of a profile's instances (its per-profile row's ?profile=)."""
+    query = urlencode({"profile": group_key(run, profile_id or "")})
+    return f"{reverse('runs:agents', args=(run.pk,))}?{query}#agent-roster"

@@ -4,7 +4,7 @@ import pytest
 
 from runs.ingest import writer as ingest
 from runs.models import Run
-from tests.pages_helpers import get, load, rows
+from tests.pages_helpers import get, links, load, rows
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +62,18 @@ def test_the_failures_by_class_link_the_failed_calls_in_the_feed(viewer_client, 
             query = f"kind={kind}&failed=1&failure={cls}"
             assert f'<a href="/runs/{run.pk}/feed/?{query.replace("&", "&amp;")}"' in html
             assert viewer_client.get(f"/runs/{run.pk}/feed/rows?{query}&after=0").json()["rows"] == n, (kind, cls)
+
+
+def test_each_usage_rows_profile_and_cost_open_its_instances(viewer_client, run):
+    html = get(viewer_client, "detail", run.pk)
+    usage = html[html.index('id="usage"'):html.index("</section>", html.index('id="usage"'))]
+    slots = links(usage, "data-slot")
+    assert slots
+    for slot, hrefs in slots.items():
+        profile = slot.split("|")[0]
+        assert hrefs and len(set(hrefs)) == 1, slot
+        path, _, query = hrefs[0].partition("?")
+        roster = get(viewer_client, "agents", run.pk, query=query.split("#")[0])
+        shown = roster[:roster.index('id="profile-table"')]
+        agents = [a for a, _ in rows(shown, "data-agent")]
+        assert agents and all(run.agents.get(agent_id=a).profile_id == profile for a in agents), slot
