@@ -3,13 +3,15 @@
 
 import json
 from datetime import timedelta
+from functools import lru_cache
 
 from django import template
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from runs.access import agent_url, may_remove_saved, turn_url
-from runs.feed.filters import feed_url
+from runs.feed.filters import FeedFilter
 from runs.templatetags.runs_extras import duration, usd
 
 register = template.Library()
@@ -129,12 +131,28 @@ def figure_term(name):
     return FIGURE_NAMES.get(name, (name, ""))[1]
 
 
+@lru_cache(maxsize=1024)
+def _paths(run_pk) -> dict:
+    """A run's pages a comparison links, reversed once a run (a page of pairs links thousands of figures)."""
+    return {name: reverse(f"runs:{name}", args=(run_pk,))
+            for name in ("detail", "feed", "agents", "refusals", "divergences", "stores")}
+
+
+_agent_page = lru_cache(maxsize=4096)(agent_url)
+
+
 @register.simple_tag
 def figure_href(run_pk, figure, key="", agent_id="", mode=""):
     """Where a compared figure comes from on its run: a count of records opens the feed filtered to
-    them (the agent's, with `agent_id`), a summary the page or section showing it; "" for none."""
-    feed = (lambda **f: feed_url(run_pk, **f)) if not agent_id else (lambda **f: feed_url(run_pk, agent=agent_id, **f))
-    page = agent_url(run_pk, agent_id) if agent_id else reverse("runs:detail", args=(run_pk,))
+    them (the agent's, with `agent_id`: runs.feed.filters.FeedFilter), a summary the page or section
+    showing it; "" for none."""
+    paths = _paths(run_pk)
+
+    def feed(**fields):
+        query = FeedFilter(agent=agent_id, **fields).query()
+        return f"{paths['feed']}?{query}"
+
+    page = _agent_page(run_pk, agent_id) if agent_id else paths["detail"]
     if figure == "turns":
         return feed(kind="turn")
     if figure == "callsByOperation" and key:
@@ -145,22 +163,29 @@ def figure_href(run_pk, figure, key="", agent_id="", mode=""):
     if figure == "calls":
         if agent_id:
             return f"{page}#surface" if page else feed(kind="tool" if mode == "tool_calling" else "call")
-        return reverse("runs:agents", args=(run_pk,)) + "#agent-roster"
+        return f"{paths['agents']}#agent-roster"
     if figure in ("errorTurns", "errorTurnsByKind"):
         return f"{page}#{'failed-calls' if agent_id else 'errors'}" if page else ""
-    if figure == "refusalsByOperation":
-        return reverse("runs:refusals", args=(run_pk,))
     if figure in ("tokens", "cost"):
-        return reverse("runs:detail", args=(run_pk,)) + "#usage"
+        return f"{paths['detail']}#usage"
     if figure == "durationSeconds":
         return f"{page}#time" if agent_id else f"{page}#clocks"
     if figure == "peakContext":
-        return (f"{page}#context" if page else "") if agent_id else reverse("runs:agents", args=(run_pk,)) + "#profiles"
-    if figure == "agents":
-        return reverse("runs:agents", args=(run_pk,))
-    if figure in ("divergences", "divergencesByKind"):
-        return reverse("runs:divergences", args=(run_pk,))
+        return (f"{page}#context" if page else "") if agent_id else f"{paths['agents']}#profiles"
     if figure in ("stores", "storesByKind"):
-        kind = f"?{urlencode({'kind': key})}#kind-{key}" if key else ""
-        return reverse("runs:stores", args=(run_pk,)) + kind
-    return ""
+        return paths["stores"] + (f"?{urlencode({'kind': key})}#kind-{key}" if key else "")
+    where = {"agents": "agents", "refusalsByOperation": "refusals", "divergences": "divergences",
+             "divergencesByKind": "divergences"}.get(figure)
+    return paths[where] if where else ""
+
+
+@register.simple_tag
+def figure_cell(row, side, run_pk, agent_id="", mode=""):
+    """One side's cell of a compared figure's row: its value, linking to `figure_href` when it has one and
+    the value is not 0 or none (a tag, not an include: a page of 50 pairs has 3,000 of them)."""
+    value = row[side]
+    text = figure(value, row["figure"]) + ("×" if row["key"] and row["figure"] == "callsByOperation" else "")
+    href = figure_href(run_pk, row["figure"], row["key"], agent_id, mode) if value else ""
+    if not href:
+        return format_html('<td class="num">{}</td>', text)
+    return format_html('<td class="num"><a href="{}" data-side="{}">{}</a></td>', href, side, text)
