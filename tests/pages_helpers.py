@@ -186,4 +186,5 @@ def feed_rows_of(client, href: str) -> list[tuple[int, str, str]]:
     assert client.get(href).status_code == 200
     response = client.get(path + "rows", {"after": 0, **dict(parse_qsl(query))})
     html = response.json()["html"]
-    return [(int(s), k, a) for s, a, k in re.findall(r'data-seq="(\d+)" data-agent="([^"]*)" data-kind="([^"]*)"', html)]
+    found = re.findall(r'data-seq="(\d+)" data-agent="([^"]*)" data-kind="([^"]*)"', html)
+    return [(int(seq), kind, agent) for seq, agent, kind in found]

@@ -125,6 +125,17 @@ def figure_name(name):
     return FIGURE_NAMES.get(name, (name, ""))[0]
 
 
+# A token class as the Overview's usage table heads it.
+TOKEN_WORDS = {"uncachedInput": "uncached input", "cachedInput": "cached input", "output": "output",
+               "reasoning": "reasoning"}
+
+
+@register.filter
+def token_class(key):
+    """`uncachedInput` -> "uncached input" (another key as it is)."""
+    return TOKEN_WORDS.get(key, key)
+
+
 @register.filter
 def figure_term(name):
     """The glossary term of a compared figure, or ""."""
@@ -172,6 +183,8 @@ def figure_href(run_pk, figure, key="", agent_id="", mode=""):
         return f"{page}#time" if agent_id else f"{page}#clocks"
     if figure == "peakContext":
         return (f"{page}#context" if page else "") if agent_id else f"{paths['agents']}#profiles"
+    if figure == "refusalsByOperation" and agent_id:  # the tab's search keeps the agents whose id holds it
+        return f"{paths['refusals']}?{urlencode({'q': agent_id})}"
     if figure in ("stores", "storesByKind"):
         return paths["stores"] + (f"?{urlencode({'kind': key})}#kind-{key}" if key else "")
     where = {"agents": "agents", "refusalsByOperation": "refusals", "divergences": "divergences",

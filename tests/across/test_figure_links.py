@@ -7,9 +7,11 @@ from urllib.parse import parse_qsl
 from django.urls import reverse
 
 from runs.across.compare import agent_calls
+from runs.ingest import writer as ingest
+from runs.models import Run
 
 from runs.pages.report import build_report
-from tests.pages_helpers import feed_rows_of, links, rows
+from tests.pages_helpers import feed_rows_of, links, refusing_agents, rows
 from tests.streams import STREAMS, import_stream
 
 pytestmark = pytest.mark.django_db
@@ -41,6 +43,7 @@ def test_the_whole_runs_figures_open_their_rows_and_pages(viewer_client, two_run
     figures = dict(rows(total, "data-figure"))
     assert figures["agents"].startswith("Agents")  # the figure's name in words
     assert "errorTurns" not in figures["errorTurns"] and "Error turns" in figures["errorTurns"]
+    assert figures["tokens:uncachedInput"].startswith("Tokens uncached input")
     operation = next(k.split(":", 1)[1] for k in hrefs if k.startswith("callsByOperation:") and hrefs[k])
     href = hrefs[f"callsByOperation:{operation}"][0]
     assert f"op={operation}" in href.replace("%2F", "/")
@@ -64,3 +67,16 @@ def test_a_pairs_figures_open_that_agents_rows(viewer_client, two_runs):
     href = hrefs[f"callsByOperation:{operation}"][0]
     assert dict(parse_qsl(href.partition("?")[2])) == {"agent": agent, "op": operation}
     assert feed_rows_of(viewer_client, href)
+
+
+def test_a_pairs_refusals_open_the_refusals_tab_searched_for_its_agent(viewer_client):
+    a, b = Run.objects.create(name="refusing-a"), Run.objects.create(name="refusing-b")
+    for run in (a, b):
+        ingest.append(run, refusing_agents(12))
+    html = viewer_client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk}).content.decode()
+    hrefs = figure_links(html[html.index('id="pairs"'):])  # every pair's
+    refused = [h for k, v in hrefs.items() if k.startswith("refusalsByOperation:") for h in v]
+    assert refused
+    agent = dict(parse_qsl(refused[0].partition("?")[2]))["q"]
+    shown = [key for key, _ in rows(viewer_client.get(refused[0]).content, "data-agent")]
+    assert agent in shown and all(agent in other for other in shown)

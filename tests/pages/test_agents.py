@@ -243,7 +243,8 @@ def test_a_profiles_instance_count_opens_the_roster_of_its_instances(viewer_clie
     for key, count in links:
         one = get(viewer_client, "agents", run.pk, query=f"profile={key}")
         assert len(rows(one[:one.index('id="profile-table"')], "data-agent")) == int(count), key
-        assert 'id="roster-profile"' in one and one.count('"instances"><a href="?profile=') == len(links)  # the profiles still all there
+        # the profiles still all there
+        assert 'id="roster-profile"' in one and one.count('"instances"><a href="?profile=') == len(links)
     monkeypatch.setattr("runs.pages.agents.AGENTS_SHOWN", 1)
     key = next(k for k, n in links if int(n) > 1)
     paged = get(viewer_client, "agents", run.pk, query=f"profile={key}")
