@@ -150,9 +150,14 @@ def test_an_error_with_no_input_is_still_named_in_words():
 
 
 @pytest.mark.django_db
-def test_overwriting_a_configuration_of_another_owner_asks(operator_client, django_user_model):
+def test_overwriting_a_configuration_of_another_owner_asks(operator_client, operator, django_user_model):
+    """With the permission to replace another's (runs.delete_savedconfiguration; without it the save is
+    refused: test_launch)."""
+    from django.contrib.auth.models import Permission
+
     from runs.models import SavedConfiguration
 
+    operator.user_permissions.add(Permission.objects.get(codename="delete_savedconfiguration"))
     other = django_user_model.objects.create_user("someone-else")
     theirs = SavedConfiguration.objects.create(name="shared", spec={"agents": []}, created_by=other)
     fields = {**blank_fields(operator_client), "task": ["t"], "action": ["save"], "configuration.name": ["shared"]}
