@@ -273,10 +273,8 @@ class HookedWorkspace:
         return written
 
     def edit_file(self, path, old_string, new_string):
-        full = self._workspace.resolve(path, must_exist=True)
         if self._hooks.declared("pre-write", self._agent) or self._hooks.declared("post-write", self._agent):
-            before = full.read_text(encoding="utf-8", errors="replace") if full.is_file() else ""
-            after = before.replace(old_string, new_string, 1) if old_string else before
+            full, after = self._workspace.edited(path, old_string, new_string)  # refused as the edit would be
             self._hooks.pre("pre-write", self._agent, path=str(full), contents=after)
             self._workspace.edit_file(path, old_string, new_string)
             self._hooks.post("post-write", self._agent, path=str(full), contents=after)

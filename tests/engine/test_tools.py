@@ -4,7 +4,7 @@ import pytest
 
 from runs.engine.tools.errors import ToolError
 from runs.engine.tools.module_stores import MAX_STORE_CHARS, BoardStore, MemoryStore, TaskStore
-from runs.engine.tools.workspace import Workspace
+from runs.engine.tools.workspace import EDIT_MAX_BYTES, Workspace
 from tests.gg_schema import validate_record
 
 
@@ -29,6 +29,18 @@ def test_files_are_confined_to_the_workspace(tmp_path):
     with pytest.raises(ToolError) as missing:
         ws.read_file("new/dir/f.txt")
     assert missing.value.code == "not-found"
+
+
+def test_edit_file_refuses_a_file_over_its_bound_unread(tmp_path):
+    """A file of the quota's size was read, decoded and copied whole in the server (~2 GB a call)."""
+    ws = Workspace(tmp_path)
+    (tmp_path / "big.txt").write_bytes(b"a" * EDIT_MAX_BYTES + b"b")
+    (tmp_path / "fits.txt").write_bytes(b"a" * (EDIT_MAX_BYTES - 1) + b"b")
+    with pytest.raises(ToolError) as refused:
+        ws.edit_file("big.txt", "b", "c")
+    assert refused.value.code == "limit-exceeded" and f"over {EDIT_MAX_BYTES:,} bytes" in refused.value.message
+    ws.edit_file("fits.txt", "b", "c")
+    assert (tmp_path / "fits.txt").read_bytes().endswith(b"ac")
 
 
 def test_edit_file_classes_a_missing_string_and_an_ambiguous_one(tmp_path):

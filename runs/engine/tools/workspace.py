@@ -32,6 +32,7 @@ SHELL_TAIL_CHARS = 16_384  # the shell telemetry record keeps this much of each 
 SHELL_OUTPUT_CHARS = 4096  # what the caller is handed (capability param maxChars' default)
 SHELL_OUTPUT_LINES = 250  # ... and at most this many of its last lines (capability param maxLines' default)
 DEFAULT_SHELL_TIMEOUT = 120.0
+EDIT_MAX_BYTES = 16 * 1024 * 1024  # edit_file reads, decodes and rewrites a file whole
 WRITE_CHUNK_BYTES = 4 * 1024 * 1024  # a write looks at the clock between two chunks
 # A listing's entries are handed on after the clock stops looking (a program's result, ~20 µs an entry;
 # a tool's JSON): 124,000 of them took 2.2 s to hand to a program alone, and longer beside other runs.
@@ -228,18 +229,28 @@ class Workspace:
         self._store(full, path, data)
         return len(data)
 
-    def edit_file(self, path, old_string, new_string):
+    def edited(self, path, old_string, new_string):
+        """(the file's full path, its text with the one `old_string` replaced): what edit_file writes,
+        refused as it refuses it. A file over EDIT_MAX_BYTES is refused unread: one of the quota's
+        1 GiB was read, decoded and copied whole in the server (~2 GB a call)."""
         full = self.resolve(path, must_exist=True)
         if not old_string:
             raise ToolError("invalid-argument", "the string to replace is empty")
-        raw, truncated = read_plain(full, self.quota_bytes, path)
+        raw, over = read_plain(full, EDIT_MAX_BYTES, path)
+        if over:
+            raise ToolError("limit-exceeded", f"{path} is over {EDIT_MAX_BYTES:,} bytes, the most edit_file "
+                                              "rewrites (a shell command can edit it)")
         text = raw.decode("utf-8", errors="replace")
         count = text.count(old_string)
         if count == 0:
             raise ToolError("not-found", f"the string to replace does not occur in {path}")
         if count > 1:
             raise ToolError("conflict", f"the string to replace matched {count} times in {path}")
-        self._store(full, path, text.replace(old_string, new_string, 1).encode("utf-8"))
+        return full, text.replace(old_string, new_string, 1)
+
+    def edit_file(self, path, old_string, new_string):
+        full, text = self.edited(path, old_string, new_string)
+        self._store(full, path, text.encode("utf-8"))
 
     def list_dir(self, path=None):
         full = self.resolve(path, must_exist=True)
