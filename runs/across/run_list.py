@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -66,8 +67,9 @@ def decode_cursor(text: str, column: str):
         elif column in TEXT_COLUMNS:
             if not isinstance(value, str):
                 raise TypeError
-        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) < 2 ** 63:
-            raise TypeError  # a number a column holds (a NaN fails the comparison too)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not (math.isfinite(value) if isinstance(value, float) else abs(value) < 2 ** 63):
+            raise TypeError  # a number a column holds: a finite float (cost, duration) or a 64-bit integer
         if isinstance(pk, bool) or not isinstance(pk, int) or not 0 <= pk < 2 ** 63:
             raise TypeError
     except (ValueError, TypeError, KeyError):

@@ -230,6 +230,8 @@ def view_open(request, pk):
 
 @require_POST
 def view_delete(request, pk):
+    if not may_launch(request.user):
+        raise PermissionDenied("Deleting a view needs the runs.add_run permission (as saving one does).")
     view = get_object_or_404(SavedView.objects.select_related("created_by"), pk=pk)
     if not may_remove_saved(request.user, view):
         raise PermissionDenied(removal_refused(view))

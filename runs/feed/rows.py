@@ -204,20 +204,20 @@ def _transition(ctx, ev, rec):
     modules = [m for m in listed(rec.get("modules")) if isinstance(m, dict)]
     fates = []
     for disposition, word in DISPOSITION_WORDS:
-        kinds = [str(m.get("kind")) for m in modules if m.get("disposition") == disposition]
+        kinds = [as_text(m.get("kind")) for m in modules if m.get("disposition") == disposition]
         if kinds:
             fates.append(f"{word} {', '.join(kinds)}")
     return ctx.row(ev, "handoff", label, detail, "handoff", args=" · ".join(fates))
 
 
 def _fsm_state(ctx, ev, rec):
-    state = rec.get("state") or "?"
+    state = as_text(rec.get("state")) or "?"  # values of another shape as their JSON, never a repr
     detail = f"Entered `{state}`"
     if rec.get("from"):
-        detail += f" from `{rec['from']}`"
+        detail += f" from `{as_text(rec['from'])}`"
     profile = rec.get("profileId") or rec.get("agent")  # `agent`: the mid-era shape
     detail += f", running {ctx.profile(profile)}." if profile else "."
-    machine = rec.get("fsmId") or rec.get("fsm") or rec.get("machine")
+    machine = as_text(rec.get("fsmId") or rec.get("fsm") or rec.get("machine"))
     return ctx.row(ev, "handoff", "state", detail, "handoff", args=f"machine {machine}" if machine else "")
 
 

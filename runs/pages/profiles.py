@@ -84,7 +84,8 @@ def profile_rows(run: Run, agents: list[Agent], key_of: dict | None = None) -> l
         tokens = sum(total_tokens((a.usage or {}).get("tokens")) or 0 for a in members)
         costs = [spends[a.pk] for a in members if spends[a.pk]["cost"] is not None]
         cost = sum(c["cost"] for c in costs) if costs else None
-        peaked = [(p, a.agent_id) for a in members if (p := num((a.last_breakdown or {}).get("totalTokens"))) is not None]
+        peaked = [(p, a.agent_id) for a in members
+                  if (p := num((a.last_breakdown or {}).get("totalTokens"))) is not None]
         peaks = [p for p, _ in peaked]
         turns = sum(a.turns for a in members)
         calls = sum(a.call_count for a in members)

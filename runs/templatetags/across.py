@@ -11,7 +11,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from runs.access import agent_url, may_remove_saved, turn_url
-from runs.feed.filters import FeedFilter
+from runs.feed.filters import feed_url
 from runs.templatetags.runs_extras import duration, usd
 
 register = template.Library()
@@ -146,7 +146,7 @@ def figure_term(name):
 def _paths(run_pk) -> dict:
     """A run's pages a comparison links, reversed once a run (a page of pairs links thousands of figures)."""
     return {name: reverse(f"runs:{name}", args=(run_pk,))
-            for name in ("detail", "feed", "agents", "refusals", "divergences", "stores")}
+            for name in ("detail", "agents", "refusals", "divergences", "stores")}
 
 
 _agent_page = lru_cache(maxsize=4096)(agent_url)
@@ -160,8 +160,7 @@ def figure_href(run_pk, figure, key="", agent_id="", mode=""):
     paths = _paths(run_pk)
 
     def feed(**fields):
-        query = FeedFilter(agent=agent_id, **fields).query()
-        return f"{paths['feed']}?{query}"
+        return feed_url(run_pk, agent=agent_id, **fields)
 
     page = _agent_page(run_pk, agent_id) if agent_id else paths["detail"]
     if figure == "turns":
@@ -180,7 +179,7 @@ def figure_href(run_pk, figure, key="", agent_id="", mode=""):
     if figure in ("tokens", "cost"):
         return f"{paths['detail']}#usage"
     if figure == "durationSeconds":
-        return f"{page}#time" if agent_id else f"{page}#clocks"
+        return (f"{page}#time" if page else "") if agent_id else f"{page}#clocks"
     if figure == "peakContext":
         return (f"{page}#context" if page else "") if agent_id else f"{paths['agents']}#profiles"
     if figure == "refusalsByOperation" and agent_id:  # the tab's search keeps the agents whose id holds it

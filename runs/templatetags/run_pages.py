@@ -147,7 +147,7 @@ def store_url(run_pk, module_id):
 @register.simple_tag
 def agent_href(run_pk, agent_id):
     """An agent's page, or "" when no URL can carry its id (runs.access.agent_url)."""
-    return agent_url(run_pk, agent_id) if agent_id else ""
+    return agent_url(run_pk, agent_id)
 
 
 @register.simple_tag

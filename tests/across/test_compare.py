@@ -18,6 +18,7 @@ from runs.demo import DEMO_DIR
 from runs.ingest import writer as ingest
 from runs.models import Run
 from runs.pages.report import agent_docs, build_report
+from runs.templatetags.across import figure_href
 from tests.pages_helpers import rows, synthetic_stream
 from tests.streams import STREAM_FIXTURES, STREAMS, import_stream
 
@@ -411,3 +412,9 @@ def test_a_page_of_pairs_reads_whole_only_the_agents_it_shows(viewer_client):
     whole = [q["sql"] for q in queries.captured_queries
              if 'FROM "runs_agent"' in q["sql"] and '"runs_agent"."usage"' in q["sql"]]
     assert whole and all(re.findall(r"'w\d+'", sql) == [f"'w{i}'" for i in range(PAIRS_SHOWN)] for sql in whole)
+
+
+def test_an_agent_no_url_can_carry_gets_no_figure_link_to_its_page():
+    """Its duration linked '#time' on the comparison itself, where the peak context gave no link."""
+    assert figure_href(1, "durationSeconds", "", "a/../b") == figure_href(1, "peakContext", "", "a/../b") == ""
+    assert figure_href(1, "durationSeconds", "", "root") == reverse("runs:agent", args=(1, "root")) + "#time"

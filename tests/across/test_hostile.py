@@ -73,3 +73,13 @@ def test_an_unknown_status_filter_says_so(viewer_client):
     html = viewer_client.get(reverse("runs:list"), {"status": "bogus"}).content.decode()
     assert "Unknown status &#x27;bogus&#x27; (the statuses are " in html and 'data-run="kept"' not in html
     assert "Unknown status" not in viewer_client.get(reverse("runs:list"), {"status": "completed"}).content.decode()
+
+
+def test_a_page_link_of_a_float_column_holds_any_finite_figure():
+    """A cost of 1e20 (a stream's to give) made the list's next-page link one it then refused."""
+    from runs.across.run_list import BadCursor, decode_cursor, encode_cursor
+
+    assert decode_cursor(encode_cursor(1e20, 5), "cost") == (1e20, 5)
+    for value in (float("nan"), float("inf")):
+        with pytest.raises(BadCursor):
+            decode_cursor(encode_cursor(value, 5), "duration")

@@ -120,6 +120,8 @@ def test_a_transition_to_an_id_of_another_shape_reads_as_json_not_python():
     rows, _ = rows_of([{"type": "agent_transition", "kind": "exec", "toAgentId": {"t": "per%cent"},
                         "state": ["a"], "modules": []}])
     assert rows[0].detail == 'Continued in `["a"]` as {"t":"per%cent"}.'
+    rows, _ = rows_of([{"type": "fsm_state", "state": {"t": "x"}, "from": [1], "fsmId": {"m": 1}}])
+    assert (rows[0].detail, rows[0].args) == ('Entered `{"t":"x"}` from `[1]`.', 'machine {"m":1}')
 
 
 def test_program_output_is_collapsible_with_the_capped_lines_note():

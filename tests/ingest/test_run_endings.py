@@ -78,7 +78,8 @@ def test_an_upload_that_stores_nothing_creates_no_run(operator_client, body):
 
 
 def test_an_empty_upload_is_refused_by_the_form_and_creates_no_run(operator_client):
-    html = operator_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("e.ndjson", b""), "name": ""}).content.decode()
+    html = operator_client.post(reverse("runs:import"),
+                                {"file": SimpleUploadedFile("e.ndjson", b""), "name": ""}).content.decode()
     assert "The submitted file is empty." in html
     assert not Run.objects.exists()
 
