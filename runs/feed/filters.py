@@ -8,11 +8,12 @@ the full-text index) to a superset of what matches, and `keeps` decides each ren
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlencode
 
 from django.db.models import Q
-from django.urls import reverse
 from django.db.models.expressions import RawSQL
+from django.urls import reverse
 
 from runs.feed import search
 from runs.feed.rows import KINDS, PANEL_KINDS, RENDERERS
@@ -120,4 +121,9 @@ def feed_url(run_pk, **fields) -> str:
     """The run's feed filtered by FeedFilter's fields (agent, kind, op, failed, failure, q): the address
     its own form gives (runs.access.agent_feed_url is the agent's alone)."""
     query = FeedFilter(**fields).query()
-    return reverse("runs:feed", args=(run_pk,)) + (f"?{query}" if query else "")
+    return _feed_path(run_pk) + (f"?{query}" if query else "")
+
+
+@lru_cache(maxsize=1024)
+def _feed_path(run_pk) -> str:
+    return reverse("runs:feed", args=(run_pk,))  # reversed once a run: a comparison links thousands of figures
