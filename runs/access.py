@@ -179,6 +179,14 @@ def may_remove_saved(user, saved) -> bool:
                                  or user.has_perm(f"runs.delete_{saved._meta.model_name}"))
 
 
+def replacement_refused(user, holder) -> str:
+    """Why `user` may not save over `holder`, the saved view or configuration holding the name ('' when
+    there is none or they may)."""
+    if holder is None or may_remove_saved(user, holder):
+        return ""
+    return f"{removal_refused(holder)} Save yours under another name."
+
+
 def removal_refused(saved) -> str:
     """Why may_remove_saved said no."""
     kind = saved._meta.verbose_name

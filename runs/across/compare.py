@@ -20,7 +20,7 @@ from runs.pages import run_selectors
 from runs.pages.agents import FOREST_FIELDS, SURFACE_FIELDS, agent_forest
 from runs.pages.common import agent_values, paged
 from runs.pages.divergences import DIVERGENCE_FIELDS, divergence_holdings, run_divergences
-from runs.pages.refusals import run_refusals
+from runs.pages.refusals import refusal_totals
 from runs.pages.report import agent_docs, surface_doc
 from runs.pages.stores import store_kinds
 
@@ -146,7 +146,7 @@ def run_figures(run: Run, agents: list[Agent], peaks: dict) -> dict:
         "agents": run.agent_count, "turns": run.turn_count, "errorTurns": run.error_turn_count,
         "errorTurnsByKind": dict(run.error_turns), "calls": run.call_count,
         "callsByOperation": dict(calls_summed(agents)),
-        "refusalsByOperation": dict(run_refusals(run, [])["totals"]),  # no agent listed: the run's totals alone
+        "refusalsByOperation": dict(refusal_totals(run)),
         "failuresByClass": _failures(run.api_failures, run.tool_failures),
         "tokens": {c: usage["tokens"].get(c) for c in TOKEN_CLASSES},
         "cost": usage["cost"].get("comparable") if usage["cost"] else None,

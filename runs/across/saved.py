@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from django.urls import reverse
 
-from runs.access import may_remove_saved, removal_refused
+from runs.access import replacement_refused
 from runs.models import SavedView
 
 PAGES = {SavedView.Kind.LIST: "runs:list", SavedView.Kind.COMPARE: "runs:compare",
@@ -48,8 +48,8 @@ def save(*, name: str, kind: str, query: str, user) -> tuple[SavedView | None, s
         return None, "That view's query is too long to save."
     holder = SavedView.objects.filter(kind=kind, name=name).select_related("created_by").first()
     if holder is not None and holder.created_by_id not in (None, getattr(user, "pk", None)):
-        if not may_remove_saved(user, holder):
-            return None, f"{removal_refused(holder)} Save yours under another name."
+        if refusal := replacement_refused(user, holder):
+            return None, refusal
         return None, (f"The {kind} view {name!r} is {holder.created_by}'s: save yours under another name, or "
                       "delete theirs first (×).")
     view, _ = SavedView.objects.update_or_create(

@@ -276,7 +276,7 @@ class HookedWorkspace:
         if self._hooks.declared("pre-write", self._agent) or self._hooks.declared("post-write", self._agent):
             full, after = self._workspace.edited(path, old_string, new_string)  # refused as the edit would be
             self._hooks.pre("pre-write", self._agent, path=str(full), contents=after)
-            self._workspace.edit_file(path, old_string, new_string)
+            self._workspace.write_file(path, after)  # the edit's result, read and checked once
             self._hooks.post("post-write", self._agent, path=str(full), contents=after)
         else:
             self._workspace.edit_file(path, old_string, new_string)

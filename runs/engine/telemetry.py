@@ -19,12 +19,12 @@ import time
 from datetime import datetime, timezone
 
 from runs.ingest import writer as ingest
+from runs.ingest.lines import RECORD_ENCODER  # as the write path stores a record
 
 log = logging.getLogger(__name__)
 
 FLUSH_SECS = 0.5  # the longest a record waits while others keep coming (the feed's row lag budget is 1 s)
 KEPT_CHARS = 1024  # a shortened string keeps at least this much; ids, names and enum words are never cut
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # as the write path stores a record
 
 
 def now_rfc3339():
@@ -51,7 +51,7 @@ def fit(record, limit=ingest.MAX_LINE_BYTES):
     engine's own values stay whole), cuts [(path, characters, kept)]; record None when cutting
     strings cannot bring it within (a list of a million short strings)."""
     try:
-        text = _ENCODER.encode(record)
+        text = RECORD_ENCODER.encode(record)
     except (TypeError, ValueError, RecursionError):
         return record, []  # not JSON: the write path says so, as a rejected line
     size = _size(text)
@@ -64,7 +64,7 @@ def fit(record, limit=ingest.MAX_LINE_BYTES):
             break
         keep = max(KEPT_CHARS, len(value) - (size - limit) - 64)  # each character cut is a byte or more
         holder[key] = value[:keep] + f"… [{len(value) - keep:,} characters not recorded]"
-        size -= _size(_ENCODER.encode(value)) - _size(_ENCODER.encode(holder[key]))
+        size -= _size(RECORD_ENCODER.encode(value)) - _size(RECORD_ENCODER.encode(holder[key]))
         cuts.append((where, len(value), keep))
     return (record if size <= limit else None), cuts
 

@@ -13,6 +13,7 @@ from runs.demo import demo_names
 from runs.engine import hooks
 from runs.engine.provider_policy import base_url_refusal, key_env_refusal, reply_errors
 from runs.engine.run_workspace import seed_refusal
+from runs.engine.tools.errors import ToolError, bounded
 from runs.engine.profile_validation import as_list, is_int, is_number, validate_profile
 from runs.engine.spec import (DEFAULT_MAX_PARALLEL, ENV_NAME, LIMIT_FIELDS, MAX_TASK_BYTES, MAX_UINT64, PROFILE_FIELDS,
                               SLUG, TOP_LEVEL, Limits, RunSpec)
@@ -34,8 +35,11 @@ def validate_spec(data):
     task = data.get("task")
     if not isinstance(task, str) or not task.strip():
         errors.add("task", "the task (the root agent's prompt) is required")
-    elif (size := len(task.encode(errors="replace"))) > MAX_TASK_BYTES:
-        errors.add("task", f"the task is at most {MAX_TASK_BYTES // 1024} KiB ({size:,} bytes given)")
+    else:
+        try:
+            bounded(task, "the task", MAX_TASK_BYTES)  # what the engine's tools say of a text over its bound
+        except ToolError as exc:
+            errors.add("task", exc.message)
     provider = _validate_provider(data.get("provider"), errors)
     engine = data.get("engine", "builtin")
     if engine not in ("builtin", "gg"):

@@ -21,15 +21,16 @@ def run_feed(request, pk):
     run = run_or_404(pk)
     flt = FeedFilter.parse(request.GET)
     query = flt.query()
+    query = f"?{query}" if query else ""
     # Where the window opens: a seq, turn or time in the URL (a shared address), else the end.
     jump = {k: request.GET[k][:40] for k in ("seq", "turn", "time") if request.GET.get(k)}
     return render(request, "runs/feed.html", run_context(
         run, "feed",
         **_controls(run, flt),
         kinds=KINDS,
-        rows_url=reverse("runs:feed_rows", args=[run.pk]) + (f"?{query}" if query else ""),
-        controls_url=reverse("runs:feed_controls", args=[run.pk]) + (f"?{query}" if query else ""),
-        socket_path=f"/ws/runs/{run.pk}/feed/" + (f"?{query}" if query else ""),
+        rows_url=reverse("runs:feed_rows", args=[run.pk]) + query,
+        controls_url=reverse("runs:feed_controls", args=[run.pk]) + query,
+        socket_path=f"/ws/runs/{run.pk}/feed/" + query,
         window_rows=WINDOW_ROWS,
         jump=jump,
     ))
@@ -42,16 +43,17 @@ def feed_controls(request, pk):
     can be filtered on without a reload."""
     run = run_or_404(pk)
     flt = FeedFilter.parse(request.GET)
-    return render(request, "runs/_feed_controls.html", {"run": run, "filter": flt, **_controls(run, flt)})
+    return render(request, "runs/_feed_controls.html", {"run": run, **_controls(run, flt)})
 
 
 def _controls(run, flt):
-    operations = set()
-    for api_calls, tool_calls in run.agents.values_list("api_calls", "tool_calls"):
+    operations, agents = set(), []
+    for agent_id, api_calls, tool_calls in run.agents.values_list("agent_id", "api_calls", "tool_calls"):
         operations.update(api_calls or {}, tool_calls or {})
+        if len(agents) <= AGENTS_LISTED:
+            agents.append(agent_id)
     # The failure classes the run counted, and one typed into the URL (so the form shows what is applied).
     failures = {*(run.tool_failures or {}), *(run.api_failures or {}), *([flt.failure] if flt.failure else [])}
-    agents = list(run.agents.values_list("agent_id", flat=True)[:AGENTS_LISTED + 1])
     return {"agents": agents if len(agents) <= AGENTS_LISTED else None, "operations": sorted(operations),
             "failures": sorted(failures), "filter": flt, "counts": record_counts(run)}
 

@@ -132,7 +132,7 @@ def parse_line(number: int, line, *, first: bool) -> Line:
 
 
 # json.dumps(record, separators=(",", ":"), ensure_ascii=False), refusing NaN/Infinity (not JSON).
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+RECORD_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def dump_record(number: int, record) -> Line:
@@ -140,7 +140,7 @@ def dump_record(number: int, record) -> Line:
     if not isinstance(record, dict):
         return _rejected(number, f"not a JSON object (a {type(record).__name__})", repr(record))
     try:
-        text = _ENCODER.encode(record)
+        text = RECORD_ENCODER.encode(record)
     except RecursionError:
         return _rejected(number, "not JSON-serializable: nested too deeply", "")
     except (TypeError, ValueError) as exc:

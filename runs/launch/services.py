@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from runs.ingest.services import (RunNameError, RunNameTaken, run_create, run_name_problem, run_name_taken,
                                   run_set_status)
-from runs.access import may_remove_saved, removal_refused
+from runs.access import may_remove_saved, replacement_refused
 from runs.launch import dispatch
 from runs.engine import run_workspace as workspace
 from runs.launch.forms import LaunchForm
@@ -95,9 +95,8 @@ def configuration_save(*, form: LaunchForm, name, description="", user):
     or None with the errors on `form`."""
     extra = [] if name.strip() else [{"path": "configuration.name", "message": "a configuration needs a name"}]
     holder = SavedConfiguration.objects.filter(name=name.strip()).select_related("created_by").first()
-    if holder is not None and not may_remove_saved(user, holder):
-        extra.append({"path": "configuration.name",
-                      "message": f"{removal_refused(holder)} Save yours under another name."})
+    if refusal := replacement_refused(user, holder):
+        extra.append({"path": "configuration.name", "message": refusal})
     if form.validate(extra) is None:
         return None
     spec = {k: v for k, v in form.spec.items() if k != "name"}  # run names are unique; a configuration is reused

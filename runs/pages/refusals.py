@@ -189,6 +189,11 @@ def run_refusals(run: Run, agents: list[Agent], *, whole_run: bool = True) -> di
     return {**_figures(groups, capped), "agents": _roster(run, agents, groups, capped, agent_ids)}
 
 
+def refusal_totals(run: Run) -> list:
+    """[(operation, refused)] across the run, most first: run_refusals' totals without its roster or caps."""
+    return _figures(run_refusal_groups(run), {})["totals"]
+
+
 def _figures(groups: list[RefusalGroup], capped: dict) -> dict:
     """Refused calls per operation (else the name gg's line quotes) across the run, their sum and
     the calls gg's cap suppressed."""

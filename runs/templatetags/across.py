@@ -152,7 +152,6 @@ def _paths(run_pk) -> dict:
 _agent_page = lru_cache(maxsize=4096)(agent_url)
 
 
-@register.simple_tag
 def figure_href(run_pk, figure, key="", agent_id="", mode=""):
     """Where a compared figure comes from on its run: a count of records opens the feed filtered to
     them (the agent's, with `agent_id`: runs.feed.filters.FeedFilter), a summary the page or section

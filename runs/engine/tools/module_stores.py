@@ -7,12 +7,11 @@ the engine decides which agents hold which store.
 
 import re
 
-from runs.engine.tools.errors import (MAX_HANDED_ON_BYTES, MAX_MEMORY_BODY_BYTES, MAX_MEMORY_DESCRIPTION_BYTES,
-                                      ToolError, bounded)
+from runs.engine.tools.errors import MAX_MEMORY_BODY_BYTES, MAX_MEMORY_DESCRIPTION_BYTES, ToolError, bounded
 
 # A store is held in the server's memory and recorded whole after each change: a program creating
 # issues of 40 MB took a server to 5.4 GB and every page to seconds. Each text of a task, an epic or
-# an issue is at most MAX_HANDED_ON_BYTES (64 KiB), and a store's text in all at most this.
+# an issue is at most errors.MAX_HANDED_ON_BYTES (64 KiB), and a store's text in all at most this.
 MAX_STORE_CHARS = 16 * 1024 * 1024
 
 
